@@ -1,0 +1,43 @@
+# `make test` runs the whole test suite on a fresh Debian 12 machine (it installs the pinned
+# toolchain into .venv and the Docker engine it needs); `make lab` is the main job. The other
+# targets are their steps.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+VENV ?= .venv
+PY := $(VENV)/bin/python
+COLLECTION_LINK := build/collections/ansible_collections/nimstack/multinode
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+
+.PHONY: test deps link lint units build-check sanity plan clean
+
+test: deps lint units build-check sanity
+
+deps: $(VENV)/.deps-stamp link
+
+$(VENV)/.deps-stamp: requirements-dev.txt
+	scripts/setup-venv.sh $(VENV) requirements-dev.txt
+	touch $@
+
+# Playbooks and molecule resolve nimstack.multinode to this working tree through the link.
+link:
+	mkdir -p $(dir $(COLLECTION_LINK))
+	ln -sfn ../../../.. $(COLLECTION_LINK)
+
+lint: deps
+	ansible-lint --profile production
+
+units: deps
+	$(PY) -m pytest -q tests/unit
+
+build-check: deps
+	scripts/build-check.sh
+
+sanity: deps
+	scripts/sanity.sh
+
+plan: deps
+	ansible-playbook -i inventories/example playbooks/plan.yml
+
+clean:
+	rm -rf build tests/output .pytest_cache

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Build the collection tarball, install it into an empty collections path, and run a playbook
+# that calls a module by FQCN from that installed copy.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+work=build/install-check
+rm -rf "$work" && mkdir -p "$work/dist" "$work/collections"
+tree=$(scripts/collection-tree.sh "$work/src")
+ansible-galaxy collection build "$tree" --output-path "$work/dist" --force
+ansible-galaxy collection install "$work"/dist/nimstack-multinode-*.tar.gz \
+  -p "$work/collections" --no-deps --force
+ANSIBLE_COLLECTIONS_PATH="$PWD/$work/collections" \
+  ansible-playbook -i localhost, -c local tests/build/installed_collection.yml

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Create the project's virtualenv and install the pinned toolchain into it.
+set -euo pipefail
+venv=${1:-.venv}
+req=${2:-requirements-dev.txt}
+if [[ ! -x "$venv/bin/python" ]]; then
+  python3 -m venv "$venv"
+fi
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$req"
