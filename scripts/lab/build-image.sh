@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Build the lab's systemd host image from Debian's archive (no registry needed), cached by its
+# recipe: the debootstrap root file system is tagged with a hash of its package list, the host
+# image with a hash of that and host.Dockerfile, so only a changed recipe builds anew.
+# Prints the image reference and tags it nimstack-lab-host:latest for tools that need a fixed name.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=nimstack-lab-host
+suite=bookworm
+packages=python3,systemd,systemd-sysv,openssh-server,sudo,iproute2,ca-certificates
+rootfs="$repo:rootfs-$(echo "$suite $packages" | sha256sum | cut -c1-12)"
+image="$repo:$( (echo "$rootfs"; cat "$here/host.Dockerfile") | sha256sum | cut -c1-12)"
+
+if ! docker image inspect "$image" >/dev/null 2>&1; then
+  work=$(mktemp -d /var/tmp/nimstack-lab-XXXXXX)
+  trap 'rm -rf "$work"' EXIT
+  if ! docker image inspect "$rootfs" >/dev/null 2>&1; then
+    debootstrap --variant=minbase --include="$packages" "$suite" "$work/rootfs" \
+      >"$work/debootstrap.log" 2>&1 || { tail -n 30 "$work/debootstrap.log" >&2; exit 1; }
+    tar -C "$work/rootfs" -c . | docker import - "$rootfs" >/dev/null
+  fi
+  docker build -q -t "$image" --build-arg "BASE=$rootfs" -f "$here/host.Dockerfile" "$here" \
+    >"$work/build.log" 2>&1 || { tail -n 30 "$work/build.log" >&2; exit 1; }
+fi
+docker tag "$image" "$repo:latest"
+echo "$image"
