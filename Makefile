@@ -15,7 +15,8 @@ test: deps lint units build-check sanity
 
 deps: $(VENV)/.deps-stamp link
 
-$(VENV)/.deps-stamp: requirements-dev.txt
+$(VENV)/.deps-stamp: requirements-dev.txt scripts/setup-venv.sh scripts/setup-system.sh
+	scripts/setup-system.sh
 	scripts/setup-venv.sh $(VENV) requirements-dev.txt
 	touch $@
 

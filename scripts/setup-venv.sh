@@ -6,5 +6,5 @@ req=${2:-requirements-dev.txt}
 if [[ ! -x "$venv/bin/python" ]]; then
   python3 -m venv "$venv"
 fi
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$req"
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip 2> >(grep -v "^WARNING: Location" >&2)
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$req" 2> >(grep -v "^WARNING: Location" >&2)
