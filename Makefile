@@ -9,9 +9,9 @@ COLLECTION_LINK := build/collections/ansible_collections/nimstack/multinode
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: test deps link lint units build-check sanity plan clean
+.PHONY: test deps link lint units k8s build-check sanity clean
 
-test: deps lint units build-check sanity
+test: deps lint units k8s build-check sanity
 
 deps: $(VENV)/.deps-stamp link
 
@@ -31,14 +31,15 @@ lint: deps
 units: deps
 	$(PY) -m pytest -q tests/unit
 
+# Render-only Kubernetes output, validated against the Kubernetes schemas and ../shared/schemas.
+k8s: deps
+	$(PY) -m pytest -q tests/k8s
+
 build-check: deps
 	scripts/build-check.sh
 
 sanity: deps
 	scripts/sanity.sh
-
-plan: deps
-	ansible-playbook -i inventories/example playbooks/plan.yml
 
 clean:
 	rm -rf build tests/output .pytest_cache

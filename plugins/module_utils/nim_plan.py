@@ -1,0 +1,504 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, nimstack maintainers
+# SPDX-License-Identifier: Apache-2.0
+"""The deployment plan: one pure function from the inventory's deployment groups to what every
+launcher needs (layout, leader, ranks with their env and command, hostfile, ports).
+
+The Docker role and the Kubernetes renderer read the same plan, so a rule fixed here reaches
+both paths. build_plan() never raises on bad input: every problem becomes an error string that
+names the group, the hosts and the variable, and the caller decides when to fail.
+
+Secrets never enter the plan: the nodes carry only the public settings listed in
+SETTING_NAMES, and nim_extra_env may not smuggle the NGC key in.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import json
+import re
+
+from ansible_collections.nimstack.multinode.plugins.module_utils.nim_parallelism import plan_parallelism
+from ansible_collections.nimstack.multinode.plugins.module_utils.nim_env import NimEnvError, build_env
+
+DEPLOYMENT_MODES = ('docker', 'kubernetes')
+LAUNCH_CONTRACTS = ('mpi', 'ray', 'leader_address')
+DEFAULT_GROUP = 'default'
+
+# Where the model cache is mounted inside every NIM container (FACTS.md 1: NIM_CACHE_PATH).
+CONTAINER_CACHE_PATH = '/model-store'
+
+# The public group variables the plan reads, with their defaults (None: no default).
+SETTING_DEFAULTS = {
+    'nim_deployment_mode': 'docker',
+    'nim_image': None,
+    'nim_image_tag': None,
+    'nim_model': None,
+    'nim_model_profile': None,
+    'nim_precision': None,
+    'nim_tensor_parallel': None,
+    'nim_pipeline_parallel': 1,
+    'nim_gpus_per_node': None,
+    'nim_gpu_memory_gb': None,
+    'nim_interconnect': None,
+    'nim_network_profile': 'tcp',
+    'nim_network_devices_per_gpu': None,
+    'nim_socket_ifname': None,
+    'nim_cache_path': '/var/lib/nim/cache',
+    'nim_api_port': 8000,
+    'nim_mpi_start_timeout': None,
+    'nim_launch_contract': 'mpi',
+    'nim_ssh_port': 2222,
+    'nim_ray_port': 6379,
+    'nim_master_port': 50000,
+    'nim_shm_size_gb': 64,
+    'nim_log_level': 'INFO',
+    'nim_extra_env': {},
+    'nim_k8s_namespace': 'nim',
+    'nim_k8s_replicas': 1,
+    'nim_k8s_autoscaling': False,
+}
+SETTING_NAMES = tuple(sorted(SETTING_DEFAULTS))
+REQUIRED_SETTINGS = ('nim_image', 'nim_image_tag', 'nim_tensor_parallel')
+INT_SETTINGS = ('nim_tensor_parallel', 'nim_pipeline_parallel', 'nim_gpus_per_node', 'nim_api_port',
+                'nim_mpi_start_timeout', 'nim_ssh_port', 'nim_ray_port', 'nim_master_port', 'nim_shm_size_gb',
+                'nim_network_devices_per_gpu', 'nim_k8s_replicas')
+PORT_SETTINGS = ('nim_api_port', 'nim_ssh_port', 'nim_ray_port', 'nim_master_port')
+# May differ between the hosts of one group: each rank gets its own host's value.
+PER_HOST_SETTINGS = ('nim_socket_ifname',)
+
+# Env names the plan owns or that carry secrets; nim_extra_env may not set them.
+FORBIDDEN_EXTRA_ENV = ('NGC_API_KEY',)
+
+# The planner's and build_env's option names, as the inventory variables a user sets.
+_VARIABLE_OF_OPTION = {
+    'tensor_parallel': 'nim_tensor_parallel',
+    'pipeline_parallel': 'nim_pipeline_parallel',
+    'gpus_per_node': 'nim_gpus_per_node',
+    'precision': 'nim_precision',
+    'gpu_memory_gb': 'nim_gpu_memory_gb',
+    'interconnect': 'nim_interconnect',
+    'mpi_start_timeout': 'nim_mpi_start_timeout',
+    'replicas': 'nim_k8s_replicas',
+    'autoscaling': 'nim_k8s_autoscaling',
+    'model': 'nim_model',
+    'launch_contract': 'nim_launch_contract',
+    'network': 'nim_network_profile',
+    'socket_ifname': 'nim_socket_ifname',
+    'devices_per_gpu': 'nim_network_devices_per_gpu',
+    'api_port': 'nim_api_port',
+    'ssh_port': 'nim_ssh_port',
+    'ray_port': 'nim_ray_port',
+    'master_port': 'nim_master_port',
+    'model_profile': 'nim_model_profile',
+    'log_level': 'nim_log_level',
+    'extra_env': 'nim_extra_env',
+}
+_OPTION_NAME = re.compile(r'(?<![\w.])(%s)(?=[=:.])' % '|'.join(sorted(_VARIABLE_OF_OPTION, key=len, reverse=True)))
+
+# Docker container names, Kubernetes object names and DNS labels all accept this; a group
+# name is part of each.
+_GROUP_NAME = re.compile(r'^[a-z]([-a-z0-9]{0,28}[a-z0-9])?$')
+_TRUE = ('true', 'yes', 'on', '1')
+_FALSE = ('false', 'no', 'off', '0')
+
+
+def k8s_name(group):
+    """The Kubernetes object name of a deployment group (NIMService, LeaderWorkerSet, Service)."""
+    return 'nim-%s' % group
+
+
+def _as_variables(message):
+    """Name the inventory variables in a planner or build_env message instead of their options."""
+    return _OPTION_NAME.sub(lambda match: _VARIABLE_OF_OPTION[match.group(1)], message)
+
+
+def _same(a, b):
+    return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
+
+
+def _as_int(value):
+    """Inventory and -e values arrive as strings as often as ints; accept both, refuse bools."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and re.match(r'^\s*-?\d+\s*$', value):
+        return int(value)
+    return None
+
+
+def _as_bool(value):
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
+        return value.strip().lower() in _TRUE
+    return None
+
+
+def _hosts(members):
+    return ', '.join(m['host'] for m in members)
+
+
+def _group_members(nodes, errors):
+    """Split the nodes by group, keeping inventory order; return (order, {group: [member]})."""
+    groups = {}
+    order = []
+    for index, node in enumerate(nodes):
+        if not isinstance(node, dict) or not node.get('host'):
+            errors.append('nodes[%d]: every node needs a host name, got %r' % (index, node))
+            continue
+        group = node.get('group')
+        group = DEFAULT_GROUP if group in (None, '') else group
+        if not isinstance(group, str) or not _GROUP_NAME.match(group):
+            errors.append("host %s: nim_group=%r is not a valid group name: use 1-30 lowercase letters, digits and "
+                          "'-', starting with a letter (it becomes part of container and Kubernetes names)"
+                          % (node['host'], group))
+            continue
+        settings = node.get('settings') or {}
+        if not isinstance(settings, dict):
+            errors.append('host %s: settings must be a mapping of nim_* variables, got %r' % (node['host'], settings))
+            settings = {}
+        member = {
+            'host': node['host'],
+            'address': node.get('address') or node['host'],
+            'rank': node.get('rank'),
+            # Anything beyond the public settings (a stray secret included) is dropped here.
+            'settings': dict((k, v) for k, v in settings.items() if k in SETTING_DEFAULTS),
+        }
+        if group not in groups:
+            groups[group] = []
+            order.append(group)
+        groups[group].append(member)
+    return order, groups
+
+
+def _group_settings(name, members, errors):
+    """Merge the members' settings; every non-per-host setting must agree across the group."""
+    merged = {}
+    for key in SETTING_NAMES:
+        seen = [(m['host'], m['settings'][key]) for m in members if m['settings'].get(key) is not None]
+        if not seen:
+            merged[key] = SETTING_DEFAULTS[key]
+            continue
+        first = seen[0][1]
+        differs = any(not _same(value, first) for _host, value in seen[1:])
+        if key in PER_HOST_SETTINGS:
+            # Each host keeps its own value on Docker; the group value only exists when they agree.
+            merged[key] = None if differs else first
+            continue
+        if differs:
+            detail = ', '.join('%s=%s' % (host, json.dumps(value, sort_keys=True, default=str)) for host, value in seen)
+            errors.append("group '%s': %s differs between its hosts (%s): a deployment group runs one model with one "
+                          "layout, so set it once for the group" % (name, key, detail))
+        merged[key] = first
+    return merged
+
+
+def _normalise(name, settings, errors):
+    """Coerce types in place and record every missing or malformed setting."""
+    for key in REQUIRED_SETTINGS:
+        if settings.get(key) in (None, ''):
+            errors.append("group '%s': %s is not set; it is required for every deployment group" % (name, key))
+    for key in INT_SETTINGS:
+        value = settings.get(key)
+        if value is None:
+            continue
+        number = _as_int(value)
+        if number is None or number < 1:
+            errors.append("group '%s': %s=%r must be an integer >= 1" % (name, key, value))
+            settings[key] = None
+        else:
+            settings[key] = number
+    for key in PORT_SETTINGS:
+        if settings.get(key) is not None and settings[key] > 65535:
+            errors.append("group '%s': %s=%d is not a TCP port (1-65535)" % (name, key, settings[key]))
+    autoscaling = _as_bool(settings.get('nim_k8s_autoscaling'))
+    if autoscaling is None:
+        errors.append("group '%s': nim_k8s_autoscaling=%r must be true or false"
+                      % (name, settings.get('nim_k8s_autoscaling')))
+        autoscaling = False
+    settings['nim_k8s_autoscaling'] = autoscaling
+    mode = settings.get('nim_deployment_mode')
+    if mode not in DEPLOYMENT_MODES:
+        errors.append("group '%s': nim_deployment_mode=%r must be one of %s" % (name, mode, ', '.join(DEPLOYMENT_MODES)))
+    contract = settings.get('nim_launch_contract')
+    if contract == 'auto':
+        errors.append("group '%s': nim_launch_contract=auto is not supported yet: set it to mpi (NIM for LLMs 1.x), "
+                      "ray (NIM for LLMs 2.0 and later) or leader_address (SGLang-based NIMs)" % name)
+    elif contract not in LAUNCH_CONTRACTS:
+        errors.append("group '%s': nim_launch_contract=%r must be one of %s"
+                      % (name, contract, ', '.join(LAUNCH_CONTRACTS)))
+    extra = settings.get('nim_extra_env')
+    if extra is None:
+        settings['nim_extra_env'] = {}
+    elif not isinstance(extra, dict):
+        errors.append("group '%s': nim_extra_env must be a mapping of variable names to values, got %r" % (name, extra))
+        settings['nim_extra_env'] = {}
+    else:
+        for key in sorted(extra):
+            if key in FORBIDDEN_EXTRA_ENV:
+                errors.append("group '%s': nim_extra_env sets %s: the NGC key is a secret and reaches the containers "
+                              "only from nim_ngc_api_key (vault or an AWX credential), never from plain env"
+                              % (name, key))
+            elif isinstance(extra[key], (dict, list)):
+                errors.append("group '%s': nim_extra_env.%s must be a scalar, got %r" % (name, key, extra[key]))
+        settings['nim_extra_env'] = dict((str(k), str(v)) for k, v in extra.items()
+                                         if k not in FORBIDDEN_EXTRA_ENV and not isinstance(v, (dict, list)))
+
+
+def _assign_ranks(name, members, errors):
+    """Give every member its rank: explicit nim_node_rank first, the rest in inventory order.
+
+    Returns the members sorted by rank, or None when the ranks are inconsistent.
+    """
+    ok = True
+    explicit = {}
+    for member in members:
+        if member['rank'] in (None, ''):
+            continue
+        rank = _as_int(member['rank'])
+        if rank is None or rank < 0:
+            errors.append("group '%s': nim_node_rank=%r on host %s must be an integer >= 0"
+                          % (name, member['rank'], member['host']))
+            ok = False
+            continue
+        explicit.setdefault(rank, []).append(member)
+    for rank in sorted(explicit):
+        holders = explicit[rank]
+        if len(holders) > 1:
+            ok = False
+            if rank == 0:
+                errors.append("group '%s': nim_node_rank=0 is set on %s: a group has exactly one leader (rank 0)"
+                              % (name, _hosts(holders)))
+            else:
+                errors.append("group '%s': nim_node_rank=%d is set on %s: ranks must be unique"
+                              % (name, rank, _hosts(holders)))
+    if not ok:
+        return None
+    size = len(members)
+    for rank in sorted(explicit):
+        if rank >= size:
+            errors.append("group '%s': nim_node_rank=%d on host %s leaves a gap: the group has %d hosts (%s), so "
+                          "ranks run from 0 to %d" % (name, rank, explicit[rank][0]['host'], size, _hosts(members),
+                                                      size - 1))
+            ok = False
+    if not ok:
+        return None
+    free = [r for r in range(size) if r not in explicit]
+    ranked = []
+    for member in members:
+        if member['rank'] in (None, ''):
+            rank = free.pop(0)
+        else:
+            rank = _as_int(member['rank'])
+        ranked.append(dict(member, rank=rank))
+    return sorted(ranked, key=lambda m: m['rank'])
+
+
+def _layout_nodes(mode, contract, settings, members):
+    """How many ranks (containers, pods) the layout has.
+
+    On Docker every host of the group runs one rank. On Kubernetes the scheduler picks the
+    nodes: one pod per pipeline stage under mpi (FACTS.md 1), otherwise as many pods as the
+    GPUs need nodes.
+    """
+    if mode == 'docker':
+        return len(members)
+    tp = settings.get('nim_tensor_parallel')
+    pp = settings.get('nim_pipeline_parallel')
+    gpn = settings.get('nim_gpus_per_node') or tp
+    if contract == 'mpi' or not (tp and pp and gpn):
+        return pp
+    return -(-(tp * pp) // gpn)
+
+
+def _ports(contract, settings):
+    ports = {'api': settings['nim_api_port']}
+    if contract == 'mpi':
+        ports['ssh'] = settings['nim_ssh_port']
+    elif contract == 'ray':
+        ports['ray'] = settings['nim_ray_port']
+    elif contract == 'leader_address':
+        ports['master'] = settings['nim_master_port']
+    return ports
+
+
+def _k8s_rank_host(name, namespace, group_index, rank):
+    # LWS pod DNS (FACTS.md 3): <lws>-<group>-<index>.<lws>.<namespace>.svc
+    return '%s-%d-%d.%s.%s.svc' % (name, group_index, rank, name, namespace)
+
+
+def _rank_env(rank, leader, settings, plan, mode, size, object_name, namespace, tp, pp, contract):
+    """build_env for one rank: docker backend on Docker, lws backend (pod field refs) on Kubernetes."""
+    return build_env(
+        node_rank=rank['rank'], tensor_parallel=tp, pipeline_parallel=pp,
+        backend='docker' if mode == 'docker' else 'lws', launch_contract=contract,
+        mpi_start_timeout=plan['mpi_start_timeout'], api_port=settings['nim_api_port'],
+        network=settings['nim_network_profile'], socket_ifname=rank['socket_ifname'],
+        devices_per_gpu=settings['nim_network_devices_per_gpu'], ssh_port=settings['nim_ssh_port'],
+        cluster_size=size, group_index=0, leader_name=leader['host'], leader_address=leader['address'],
+        namespace=namespace if mode == 'kubernetes' else None,
+        lws_name=object_name if mode == 'kubernetes' else None,
+        ray_port=settings['nim_ray_port'], master_port=settings['nim_master_port'],
+        model_profile=settings['nim_model_profile'], log_level=settings['nim_log_level'],
+        cache_path=CONTAINER_CACHE_PATH, extra_env=settings['nim_extra_env'])
+
+
+def _hostfile(slots, workers):
+    return ['localhost slots=%d' % slots] + ['%s slots=%d' % (worker, slots) for worker in workers]
+
+
+def _plan_group(name, members, deployment_mode):
+    errors = []
+    warnings = []
+    settings = _group_settings(name, members, errors)
+    if deployment_mode is not None:
+        settings['nim_deployment_mode'] = deployment_mode
+    _normalise(name, settings, errors)
+    mode = settings['nim_deployment_mode']
+    contract = settings['nim_launch_contract']
+    ranked = _assign_ranks(name, members, errors)
+
+    result = {
+        'name': name,
+        'valid': False,
+        'errors': errors,
+        'warnings': warnings,
+        'mode': mode,
+        'contract': contract,
+        'hosts': [m['host'] for m in members],
+        'settings': settings,
+        'layout': None,
+        'leader': None,
+        'ranks': [],
+        'hostfile': [],
+        'size': None,
+        'ports': None,
+        'k8s': None,
+    }
+    if errors:
+        return result
+
+    tp = settings['nim_tensor_parallel']
+    pp = settings['nim_pipeline_parallel']
+    gpn = settings['nim_gpus_per_node'] or tp
+    nodes = _layout_nodes(mode, contract, settings, members)
+    if mode == 'docker' and contract == 'mpi' and len(members) != pp:
+        errors.append("group '%s' has %d hosts (%s) but nim_pipeline_parallel=%d: under the mpi launch contract each "
+                      "host runs one pipeline stage, so the group needs exactly %d hosts"
+                      % (name, len(members), _hosts(members), pp, pp))
+    layout = plan_parallelism(
+        tensor_parallel=tp, pipeline_parallel=pp, nodes=nodes, gpus_per_node=gpn, backend='nim',
+        model=settings['nim_model'], precision=settings['nim_precision'],
+        gpu_memory_gb=settings['nim_gpu_memory_gb'], interconnect=settings['nim_interconnect'],
+        mpi_start_timeout=settings['nim_mpi_start_timeout'], replicas=settings['nim_k8s_replicas'],
+        autoscaling=settings['nim_k8s_autoscaling'] if mode == 'kubernetes' else False, launch_contract=contract)
+    errors.extend("group '%s': %s" % (name, _as_variables(e)) for e in layout['errors']
+                  if not _is_size_echo(e, mode, contract))
+    warnings.extend("group '%s': %s" % (name, _as_variables(w)) for w in layout['warnings'])
+    result['layout'] = layout['plan']
+    if errors:
+        return result
+
+    plan = layout['plan']
+    size = plan['ranks']
+    namespace = settings['nim_k8s_namespace']
+    object_name = k8s_name(name)
+    if mode == 'docker':
+        placed = [{'host': m['host'], 'address': m['address'], 'rank': m['rank'],
+                   'socket_ifname': m['settings'].get('nim_socket_ifname')} for m in ranked]
+    else:
+        if any(m['settings'].get('nim_socket_ifname') is not None for m in members) \
+                and settings['nim_socket_ifname'] is None:
+            errors.append("group '%s': nim_socket_ifname differs between its hosts (%s): on Kubernetes every pod "
+                          "of the group gets the same interface name, so set one value for the group"
+                          % (name, _hosts(members)))
+            return result
+        placed = [{'host': _k8s_rank_host(object_name, namespace, 0, r),
+                   'address': _k8s_rank_host(object_name, namespace, 0, r), 'rank': r,
+                   'socket_ifname': settings.get('nim_socket_ifname')} for r in range(size)]
+        for member in members:
+            if member['rank'] not in (None, ''):
+                warnings.append("group '%s': nim_node_rank on host %s has no effect on Kubernetes, where "
+                                "LeaderWorkerSet numbers the pods" % (name, member['host']))
+    leader = placed[0]
+    ranks = []
+    for rank in placed:
+        try:
+            built = _rank_env(rank, leader, settings, plan, mode, size, object_name, namespace, tp, pp, contract)
+        except NimEnvError as exc:
+            hosts = '' if mode == 'kubernetes' else ' (host %s)' % rank['host']
+            errors.extend("group '%s', rank %d%s: %s" % (name, rank['rank'], hosts, _as_variables(e))
+                          for e in exc.errors)
+            return result
+        ranks.append({
+            'host': rank['host'],
+            'address': rank['address'],
+            'rank': rank['rank'],
+            'role': built['role'],
+            'env': built['env'],
+            'env_list': built['env_list'],
+            'resources': built['resources'],
+            'command': built['command'],
+        })
+
+    slots = plan['gpus_per_rank'] or tp
+    if contract == 'mpi':
+        hostfile = _hostfile(slots, [r['address'] for r in ranks[1:]])
+    else:
+        hostfile = []
+    result.update({
+        'leader': {'host': leader['host'], 'address': leader['address']},
+        'ranks': ranks,
+        'hostfile': hostfile,
+        'size': size,
+        'ports': _ports(contract, settings),
+    })
+    if mode == 'kubernetes':
+        replicas = settings['nim_k8s_replicas']
+        result['k8s'] = {
+            'name': object_name,
+            'namespace': namespace,
+            'replicas': replicas,
+            # One hostfile per LWS group, as the leader of group i mounts /etc/mpi/hostfile-<i>.
+            'hostfiles': dict(
+                ('hostfile-%d' % index,
+                 _hostfile(slots, [_k8s_rank_host(object_name, namespace, index, r) for r in range(1, size)]))
+                for index in range(replicas)) if contract == 'mpi' else {},
+        }
+    return result
+
+
+def _is_size_echo(error, mode, contract):
+    """The planner's own nodes-vs-PP message repeats the group-size error with less context."""
+    return mode == 'docker' and contract == 'mpi' and error.startswith('nodes=')
+
+
+def build_plan(nodes, deployment_mode=None):
+    """Plan every deployment group found in ``nodes``.
+
+    nodes: list of dict(host, address, group, rank, settings) in inventory order; settings holds
+    the host's nim_* variables (SETTING_NAMES; others are ignored). deployment_mode, when given,
+    overrides every group's nim_deployment_mode (the Kubernetes playbook plans for Kubernetes
+    whatever the inventory's default is).
+
+    Returns dict(valid, errors, warnings, groups={name: group plan}); errors and warnings
+    collect those of every group, each naming its group.
+    """
+    errors = []
+    if deployment_mode is not None and deployment_mode not in DEPLOYMENT_MODES:
+        errors.append('deployment_mode=%r must be one of %s' % (deployment_mode, ', '.join(DEPLOYMENT_MODES)))
+        deployment_mode = None
+    if not nodes:
+        errors.append('no hosts in group nim_nodes: the inventory defines the deployment groups through it')
+    order, members = _group_members(nodes or [], errors)
+    groups = {}
+    warnings = []
+    for name in order:
+        group = _plan_group(name, members[name], deployment_mode)
+        group['valid'] = not group['errors']
+        groups[name] = group
+        errors.extend(group['errors'])
+        warnings.extend(group['warnings'])
+    return {'valid': not errors, 'errors': errors, 'warnings': warnings, 'groups': groups}

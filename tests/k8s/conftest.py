@@ -1,0 +1,34 @@
+"""Fixtures of the render-only suite: one scratch root, and every independent run done once."""
+
+import concurrent.futures
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from k8s_render import ALL_RUNS, run_render, two_group_inventory  # noqa: E402
+from k8s_schema import REPO  # noqa: E402
+
+
+@pytest.fixture(scope='session')
+def workdir(tmp_path_factory):
+    """A scratch root with the checkout linked in as ansible_collections/nimstack/multinode."""
+    root = str(tmp_path_factory.mktemp('nimstack-k8s'))
+    namespace = os.path.join(root, 'collections', 'ansible_collections', 'nimstack')
+    os.makedirs(namespace)
+    os.symlink(REPO, os.path.join(namespace, 'multinode'))
+    return root
+
+
+@pytest.fixture(scope='session')
+def renders(workdir):
+    """Every independent run, in parallel: name -> Render."""
+    workers = max(2, os.cpu_count() or 2)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = dict((name, pool.submit(run_render, workdir, name, backend, extra))
+                       for name, (backend, extra) in ALL_RUNS.items())
+        futures['lws-two-groups'] = pool.submit(run_render, workdir, 'lws-two-groups', 'lws', {},
+                                                inventory=two_group_inventory(workdir))
+        return dict((name, future.result()) for name, future in futures.items())

@@ -1,0 +1,138 @@
+"""Run playbooks/deploy_kubernetes.yml in render-only mode, as a user would, and collect the files.
+
+The playbook runs as a subprocess against inventories/example with extra vars, with no cluster:
+KUBECONFIG points at nothing, so any attempt to contact one fails the run. A fake NGC key sits
+in the environment so that the tests can prove it never lands in a file or in the output.
+"""
+
+import json
+import os
+import subprocess
+
+import yaml
+
+from k8s_schema import REPO
+
+PLAYBOOK = os.path.join(REPO, 'playbooks', 'deploy_kubernetes.yml')
+INVENTORY = os.path.join(REPO, 'inventories', 'example')
+FAKE_NGC_KEY = 'nvapi-FAKE-test-key-0123456789abcdef'
+
+DEEPSEEK_R1 = {
+    'nim_image': 'nvcr.io/nim/deepseek-ai/deepseek-r1',
+    'nim_image_tag': '1.7.3',
+    'nim_model': 'deepseek-r1',
+    'nim_precision': 'fp8',
+    'nim_tensor_parallel': 8,
+    'nim_pipeline_parallel': 2,
+    'nim_gpus_per_node': 8,
+    'nim_gpu_memory_gb': 80,
+    'nim_mpi_start_timeout': 6000,
+}
+
+# name -> (backend, extra vars). The example inventory is TP 8 / PP 2 of Llama 3.1 405B fp8.
+SCENARIOS = {
+    'lws-tp8pp2': ('lws', {}),
+    'lws-4node': ('lws', {'nim_pipeline_parallel': 4}),
+    'lws-deepseek': ('lws', DEEPSEEK_R1),
+    'lws-ray': ('lws', {'nim_launch_contract': 'ray'}),
+    'lws-leader-address': ('lws', {'nim_launch_contract': 'leader_address', 'nim_socket_ifname': 'eth0',
+                                   'nim_network_profile': 'roce'}),
+    'operator-tp8pp2': ('nim_operator', {}),
+    'operator-4node': ('nim_operator', {'nim_pipeline_parallel': 4}),
+    'operator-deepseek': ('nim_operator', DEEPSEEK_R1),
+    'operator-ray': ('nim_operator', {'nim_launch_contract': 'ray', 'nim_network_profile': 'aws_efa',
+                                      'nim_network_devices_per_gpu': 4}),
+}
+
+# Runs that must fail before anything is written: name -> (backend, extra vars).
+REJECTED = {
+    'rejected-tp6': ('nim_operator', {'nim_tensor_parallel': 6}),
+    'rejected-autoscaling': ('nim_operator', {'nim_k8s_autoscaling': True}),
+    'rejected-auto-contract': ('lws', {'nim_launch_contract': 'auto'}),
+    'rejected-operator-leader-address': ('nim_operator', {'nim_launch_contract': 'leader_address',
+                                                          'nim_socket_ifname': 'eth0'}),
+}
+
+# Independent of each other, so they all run in one parallel batch; the runs that build on an
+# earlier one (re-render into the same directory, contract switch) run in the tests themselves.
+ALL_RUNS = dict(SCENARIOS, **REJECTED)
+ALL_RUNS['lws-secrets'] = ('lws', {'nim_k8s_render_secrets': True})
+
+
+class Render:
+    """One render-only run: its exit status, output and the files it wrote."""
+
+    def __init__(self, root, rc, output):
+        self.root = root
+        self.rc = rc
+        self.output = output
+
+    def paths(self):
+        found = []
+        for base, _dirs, files in os.walk(self.root):
+            found.extend(os.path.relpath(os.path.join(base, name), self.root) for name in files)
+        return sorted(found)
+
+    def manifests(self):
+        """Relative path -> object, for every Kubernetes object file (not the _cluster records)."""
+        return dict((path, self.load(path)) for path in self.paths() if not path.startswith('_cluster/'))
+
+    def load(self, path):
+        with open(os.path.join(self.root, path), encoding='utf-8') as handle:
+            return yaml.safe_load(handle)
+
+    def one(self, kind):
+        found = [obj for obj in self.manifests().values() if obj['kind'] == kind]
+        assert len(found) == 1, '%d %s objects rendered, expected 1' % (len(found), kind)
+        return found[0]
+
+    def changed(self):
+        for line in self.output.splitlines():
+            if line.startswith('localhost') and 'changed=' in line:
+                return int(line.split('changed=')[1].split()[0])
+        raise AssertionError('no play recap in the output:\n' + self.output[-3000:])
+
+
+def two_group_inventory(workdir):
+    """An inventory with two deployment groups of different models in different namespaces.
+
+    The example's group vars become the nim_nodes vars and the r1 group overrides them, as a
+    child group does; inline vars are used throughout because a group_vars/ file would outrank
+    every inline group var, child groups' included.
+    """
+    with open(os.path.join(INVENTORY, 'group_vars', 'nim_nodes.yml'), encoding='utf-8') as handle:
+        example_vars = yaml.safe_load(handle)
+    path = os.path.join(workdir, 'two-groups.yml')
+    inventory = {'all': {'children': {'nim_nodes': {
+        'vars': example_vars,
+        'children': {
+            'llama': {'hosts': {'a1': {}, 'a2': {}}, 'vars': {'nim_group': 'llama'}},
+            'r1': {'hosts': {'b1': {}, 'b2': {}},
+                   'vars': dict(DEEPSEEK_R1, nim_group='r1', nim_k8s_namespace='nim-r1')},
+        }}}}}
+    with open(path, 'w', encoding='utf-8') as handle:
+        yaml.safe_dump(inventory, handle)
+    return path
+
+
+def run_render(workdir, name, backend, extra, render_dir=None, inventory=INVENTORY):
+    """Run the playbook render-only; return a Render. Never raises on a failed run."""
+    render_dir = render_dir or os.path.join(workdir, 'out', name)
+    vars_file = os.path.join(workdir, 'vars-%s.json' % name)
+    with open(vars_file, 'w', encoding='utf-8') as handle:
+        json.dump(dict(extra, nim_k8s_backend=backend, nim_k8s_render_dir=render_dir,
+                       nim_k8s_ssh_key_dir=os.path.join(workdir, 'keys')), handle)
+    env = dict(os.environ)
+    env.update(
+        ANSIBLE_COLLECTIONS_PATH=os.path.join(workdir, 'collections'),
+        ANSIBLE_NOCOLOR='1',
+        ANSIBLE_RETRY_FILES_ENABLED='0',
+        ANSIBLE_LOCAL_TEMP=os.path.join(workdir, 'tmp'),
+        KUBECONFIG=os.path.join(workdir, 'no-such-kubeconfig'),
+        NGC_API_KEY=FAKE_NGC_KEY,
+    )
+    proc = subprocess.run(
+        ['ansible-playbook', '-i', inventory, PLAYBOOK, '-e', '@' + vars_file],
+        cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        universal_newlines=True, timeout=300, check=False)
+    return Render(render_dir, proc.returncode, proc.stdout)

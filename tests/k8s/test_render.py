@@ -1,0 +1,325 @@
+"""Render-only output of playbooks/deploy_kubernetes.yml: valid, faithful to FACTS.md, deterministic."""
+
+import base64
+import copy
+import os
+import shutil
+import stat
+
+import pytest
+
+from k8s_render import DEEPSEEK_R1, FAKE_NGC_KEY, SCENARIOS, run_render
+from k8s_schema import Invalid, validate
+
+LWS_SCENARIOS = sorted(name for name, (backend, _extra) in SCENARIOS.items() if backend == 'lws')
+OPERATOR_SCENARIOS = sorted(name for name, (backend, _extra) in SCENARIOS.items() if backend == 'nim_operator')
+
+
+def _env(container):
+    return dict((item['name'], item.get('value', item.get('valueFrom'))) for item in container['env'])
+
+
+def _mounts(container):
+    return dict((m['mountPath'], m['name']) for m in container['volumeMounts'])
+
+
+def _lws_parts(render):
+    lws = render.one('LeaderWorkerSet')
+    template = lws['spec']['leaderWorkerTemplate']
+    return lws, template, template['leaderTemplate']['spec'], template['workerTemplate']['spec']
+
+
+@pytest.mark.parametrize('name', sorted(SCENARIOS))
+def test_scenario_renders_and_every_object_validates(renders, name):
+    render = renders[name]
+    assert render.rc == 0, render.output[-4000:]
+    manifests = render.manifests()
+    assert manifests, 'nothing rendered'
+    problems = []
+    for path, obj in sorted(manifests.items()):
+        try:
+            validate(obj)
+        except Invalid as exc:
+            problems.append('%s:\n  %s' % (path, '\n  '.join(exc.problems)))
+        kind, name_part = os.path.basename(path)[:-len('.yaml')].split('-', 1)
+        assert (kind, name_part) == (obj['kind'], obj['metadata']['name']), path
+    assert not problems, '\n'.join(problems)
+
+
+@pytest.mark.parametrize('name', sorted(SCENARIOS))
+def test_no_secret_is_rendered_or_printed_by_default(renders, name):
+    render = renders[name]
+    assert FAKE_NGC_KEY not in render.output
+    for path in render.paths():
+        with open(os.path.join(render.root, path), encoding='utf-8') as handle:
+            text = handle.read()
+        assert FAKE_NGC_KEY not in text, path
+        assert 'PRIVATE KEY' not in text, path
+    assert not [obj for obj in render.manifests().values() if obj['kind'] == 'Secret']
+    assert 'Render-only: the manifests reference Secrets that were not written' in render.output
+
+
+def test_every_deployment_group_gets_its_own_objects(renders):
+    render = renders['lws-two-groups']
+    assert render.rc == 0, render.output[-4000:]
+    manifests = render.manifests()
+    for obj in manifests.values():
+        validate(obj)
+    assert sorted(path for path in manifests if path.startswith('_namespaces/')) == [
+        '_namespaces/nim-r1/Namespace-nim-r1.yaml', '_namespaces/nim/Namespace-nim.yaml']
+    llama = render.load('llama/LeaderWorkerSet-nim-llama.yaml')
+    r1 = render.load('r1/LeaderWorkerSet-nim-r1.yaml')
+    assert llama['metadata']['namespace'] == 'nim'
+    assert r1['metadata']['namespace'] == 'nim-r1'
+    assert llama['spec']['leaderWorkerTemplate']['leaderTemplate']['spec']['containers'][0]['image'] == (
+        'nvcr.io/nim/meta/llama-3.1-405b-instruct:1.3.0')
+    r1_leader = r1['spec']['leaderWorkerTemplate']['leaderTemplate']['spec']['containers'][0]
+    assert r1_leader['image'] == 'nvcr.io/nim/deepseek-ai/deepseek-r1:1.7.3'
+    assert _env(r1_leader)['CLUSTER_START_TIMEOUT'] == '6000'
+    assert render.load('r1/ConfigMap-nim-r1-mpi-config.yaml')['data']['hostfile-0'].splitlines()[1] == (
+        'nim-r1-0-1.nim-r1.nim-r1.svc slots=8')
+
+
+def test_file_layout_of_the_lws_backend(renders):
+    assert renders['lws-tp8pp2'].paths() == [
+        '_cluster/lws/install.yaml',
+        '_cluster/lws/values.yaml',
+        '_namespaces/nim/Namespace-nim.yaml',
+        'default/ConfigMap-nim-default-mpi-config.yaml',
+        'default/LeaderWorkerSet-nim-default.yaml',
+        'default/PersistentVolumeClaim-nim-default-model-store.yaml',
+        'default/Service-nim-default.yaml',
+    ]
+
+
+def test_file_layout_of_the_operator_backend(renders):
+    assert renders['operator-tp8pp2'].paths() == [
+        '_cluster/nim-operator/install.yaml',
+        '_cluster/nim-operator/values.yaml',
+        '_namespaces/nim/Namespace-nim.yaml',
+        'default/NIMService-nim-default.yaml',
+    ]
+
+
+def test_lws_install_record_pins_the_release(renders):
+    render = renders['lws-tp8pp2']
+    record = render.load('_cluster/lws/install.yaml')
+    assert record['version'] == 'v0.10.0'
+    assert record['helm']['chart'] == 'oci://registry.k8s.io/lws/charts/lws'
+    assert record['helm']['chart_version'] == '0.10.0'
+    assert record['controller'] == 'lws-system/lws-controller-manager'
+    assert record['crd'] == 'leaderworkersets.leaderworkerset.x-k8s.io'
+    assert render.load('_cluster/lws/values.yaml') == {'image': {'manager': {'tag': 'v0.10.0', 'pullPolicy': 'IfNotPresent'}}}
+
+
+@pytest.mark.parametrize('name, pp', [('lws-tp8pp2', 2), ('lws-4node', 4), ('lws-deepseek', 2)])
+def test_lws_group_follows_the_operator_mpi_contract(renders, name, pp):
+    render = renders[name]
+    lws, template, leader, worker = _lws_parts(render)
+    assert template['size'] == pp
+    assert template['restartPolicy'] == 'RecreateGroupOnPodRestart'
+    assert lws['spec']['replicas'] == 1
+
+    lead, work = leader['containers'][0], worker['containers'][0]
+    common = {'NIM_MPI_ALLOW_RUN_AS_ROOT': '0', 'NIM_NUM_COMPUTE_NODES': str(pp), 'NIM_MULTI_NODE': '1',
+              'NIM_TENSOR_PARALLEL_SIZE': '8', 'NIM_PIPELINE_PARALLEL_SIZE': str(pp),
+              'NIM_CACHE_PATH': '/model-store', 'NIM_SERVER_PORT': '8000', 'NIM_HTTP_API_PORT': '8000'}
+    rank_ref = {'fieldRef': {'fieldPath': "metadata.labels['leaderworkerset.sigs.k8s.io/worker-index']"}}
+    for container in (lead, work):
+        env = _env(container)
+        for key, value in common.items():
+            assert env[key] == value, (container['name'], key)
+        assert env['NIM_NODE_RANK'] == rank_ref
+        assert env['NGC_API_KEY'] == {'secretKeyRef': {'name': 'ngc-api-key', 'key': 'NGC_API_KEY'}}
+        assert container['resources']['limits']['nvidia.com/gpu'] == 8
+    lead_env, work_env = _env(lead), _env(work)
+    timeout = str(DEEPSEEK_R1['nim_mpi_start_timeout']) if name == 'lws-deepseek' else '3000'
+    assert lead_env['NIM_LEADER_ROLE'] == '1'
+    assert lead_env['GPUS_PER_NODE'] == '8'
+    assert lead_env['CLUSTER_START_TIMEOUT'] == timeout
+    assert lead_env['OMPI_MCA_orte_keep_fqdn_hostnames'] == 'true'
+    assert lead_env['CLUSTER_SIZE'] == {'fieldRef': {'fieldPath': "metadata.annotations['leaderworkerset.sigs.k8s.io/size']"}}
+    assert work_env['NIM_LEADER_ROLE'] == '0'
+    assert work_env['LEADER_NAME'] == {'fieldRef': {'fieldPath': "metadata.annotations['leaderworkerset.sigs.k8s.io/leader-name']"}}
+
+    assert _mounts(lead) == {'/model-store': 'model-store', '/dev/shm': 'dshm', '/etc/mpi': 'mpi-config',
+                             '/opt/nim/llm/.ssh': 'ssh-dotfiles', '/opt/nim/llm/pk': 'ssh-pk'}
+    assert _mounts(work) == {'/model-store': 'model-store', '/dev/shm': 'dshm', '/ssh-confs': 'ssh-confs',
+                             '/opt/nim/llm/.ssh': 'ssh-dotfiles', '/opt/nim/llm/pk': 'ssh-pk'}
+    volumes = dict((v['name'], v) for v in leader['volumes'] + worker['volumes'])
+    assert volumes['dshm']['emptyDir'] == {'medium': 'Memory', 'sizeLimit': '64Gi'}
+    assert volumes['ssh-pk']['secret'] == {'secretName': 'nim-default-ssh-pk', 'defaultMode': 0o400}
+    assert volumes['mpi-config']['configMap']['name'] == 'nim-default-mpi-config'
+    assert volumes['model-store']['persistentVolumeClaim'] == {'claimName': 'nim-default-model-store'}
+    for spec in (leader, worker):
+        assert spec['nodeSelector'] == {'nvidia.com/gpu.present': 'true'}
+        assert spec['tolerations'] == [{'key': 'nvidia.com/gpu', 'operator': 'Exists', 'effect': 'NoSchedule'}]
+        assert spec['imagePullSecrets'] == [{'name': 'ngc-registry'}]
+
+    hostfile = render.one('ConfigMap')['data']['hostfile-0']
+    assert hostfile.splitlines() == ['localhost slots=8'] + [
+        'nim-default-0-%d.nim-default.nim.svc slots=8' % rank for rank in range(1, pp)]
+    assert render.one('PersistentVolumeClaim')['spec']['accessModes'] == ['ReadWriteMany']
+
+
+def test_lws_leader_probes_are_sized_for_a_large_model(renders):
+    _lws, _template, leader, _worker = _lws_parts(renders['lws-deepseek'])
+    startup = leader['containers'][0]['startupProbe']
+    assert startup['httpGet'] == {'path': '/v1/health/ready', 'port': 8000}
+    # mpiStartTimeout 6000 s plus 1800 s of weight loading, probed every 10 s.
+    assert startup['periodSeconds'] * startup['failureThreshold'] == 7800
+    assert leader['containers'][0]['livenessProbe']['httpGet']['path'] == '/v1/health/live'
+
+
+def test_lws_service_selects_only_the_leader(renders):
+    service = renders['lws-tp8pp2'].one('Service')
+    assert service['spec']['selector'] == {'leaderworkerset.sigs.k8s.io/name': 'nim-default',
+                                           'leaderworkerset.sigs.k8s.io/worker-index': '0'}
+    assert service['spec']['ports'] == [{'name': 'api', 'port': 8000, 'targetPort': 'api', 'protocol': 'TCP'}]
+
+
+def test_lws_ray_contract_has_no_ssh_and_probes_the_worker(renders):
+    render = renders['lws-ray']
+    assert [obj['kind'] for obj in render.manifests().values() if obj['kind'] == 'ConfigMap'] == []
+    _lws, _template, leader, worker = _lws_parts(render)
+    lead, work = leader['containers'][0], worker['containers'][0]
+    assert lead['args'] == ['nim-serve-ray', '--head', '--port', '6379']
+    assert work['args'] == ['nim-serve-ray', '--head-address', '$(LWS_LEADER_ADDRESS):6379']
+    assert {'name': 'ray', 'containerPort': 6379, 'protocol': 'TCP'} in work['ports']
+    assert work['startupProbe']['exec']['command'] == ['/bin/sh', '-c', 'ray status']
+    assert _env(lead)['NIM_JSONL_LOGGING'] == '0'
+    assert set(_mounts(lead)) == set(_mounts(work)) == {'/model-store', '/dev/shm'}
+
+
+def test_lws_leader_address_contract_uses_the_lws_leader_address(renders):
+    _lws, _template, leader, worker = _lws_parts(renders['lws-leader-address'])
+    for container in (leader['containers'][0], worker['containers'][0]):
+        env = _env(container)
+        assert env['NIM_LEADER_IP_ADDRESS'] == '$(LWS_LEADER_ADDRESS)'
+        assert env['MASTER_ADDR'] == '$(LWS_LEADER_ADDRESS)'
+        assert env['MASTER_PORT'] == '50000'
+        # RoCE profile (FACTS.md 5): the RDMA device and the GID index ride on every rank.
+        assert env['NCCL_IB_GID_INDEX'] == '3'
+        assert env['NCCL_SOCKET_IFNAME'] == 'eth0'
+        assert container['resources']['limits'] == {'nvidia.com/gpu': 8, 'rdma/rdma_shared_device_a': 1}
+
+
+@pytest.mark.parametrize('name, pp', [('operator-tp8pp2', 2), ('operator-4node', 4)])
+def test_nimservice_carries_the_layout(renders, name, pp):
+    spec = renders[name].one('NIMService')['spec']
+    assert spec['multiNode'] == {'backendType': 'lws', 'parallelism': {'tensor': 8, 'pipeline': pp},
+                                 'mpi': {'mpiStartTimeout': 3000}}
+    assert spec['authSecret'] == 'ngc-api-key'
+    assert spec['image'] == {'repository': 'nvcr.io/nim/meta/llama-3.1-405b-instruct', 'tag': '1.3.0',
+                             'pullPolicy': 'IfNotPresent', 'pullSecrets': ['ngc-registry']}
+    assert 'scale' not in spec
+    names = set(item['name'] for item in spec.get('env', []))
+    # The operator sets the multi-node contract itself; the NIMService must not fight it.
+    assert not names & {'NIM_NODE_RANK', 'NIM_LEADER_ROLE', 'CLUSTER_SIZE', 'NGC_API_KEY', 'NIM_TENSOR_PARALLEL_SIZE'}
+
+
+def test_deepseek_r1_seed_nimservice(renders):
+    spec = renders['operator-deepseek'].one('NIMService')['spec']
+    assert spec['image']['repository'] == 'nvcr.io/nim/deepseek-ai/deepseek-r1'
+    assert spec['multiNode']['parallelism'] == {'tensor': 8, 'pipeline': 2}
+    assert spec['multiNode']['mpi'] == {'mpiStartTimeout': 6000}
+    assert 'ray' not in spec['multiNode']
+    assert spec['resources']['limits']['nvidia.com/gpu'] == 8
+    assert spec['storage']['pvc']['volumeAccessMode'] == 'ReadWriteMany'
+    assert spec['storage']['pvc']['create'] is True
+    assert spec['storage']['sharedMemorySizeLimit'] == '64Gi'
+    startup = spec['startupProbe']
+    assert startup['enabled'] is True
+    assert startup['probe']['periodSeconds'] * startup['probe']['failureThreshold'] == 7800
+
+
+def test_nimservice_ray_contract_sets_ray_never_mpi(renders):
+    spec = renders['operator-ray'].one('NIMService')['spec']
+    assert spec['multiNode']['ray'] == {'rayPort': 6379}
+    assert 'mpi' not in spec['multiNode']
+    assert {'name': 'NIM_JSONL_LOGGING', 'value': '0'} in spec['env']
+    # AWS EFA profile: 4 EFA devices per GPU on p5.48xlarge, so 32 for the 8 GPUs of a pod.
+    assert spec['resources']['limits'] == {'nvidia.com/gpu': 8, 'vpc.amazonaws.com/efa': 32}
+    assert {'name': 'FI_PROVIDER', 'value': 'efa'} in spec['env']
+
+
+def test_cel_rejects_autoscaling_with_multinode(renders):
+    nimservice = copy.deepcopy(renders['operator-tp8pp2'].one('NIMService'))
+    nimservice['spec']['scale'] = {'enabled': True, 'hpa': {'maxReplicas': 4}}
+    with pytest.raises(Invalid) as raised:
+        validate(nimservice)
+    assert any('autoScaling must be nil or disabled when multiNode is set' in p for p in raised.value.problems)
+
+
+def test_cel_rejects_mpi_and_ray_together(renders):
+    nimservice = copy.deepcopy(renders['operator-tp8pp2'].one('NIMService'))
+    nimservice['spec']['multiNode']['ray'] = {'rayPort': 6379}
+    with pytest.raises(Invalid) as raised:
+        validate(nimservice)
+    assert raised.value.problems == [
+        'self.spec.multiNode: mpi and ray are mutually exclusive (CEL: !(has(self.mpi) && has(self.ray)))']
+
+
+def test_schema_validation_refuses_unknown_fields(renders):
+    lws = copy.deepcopy(renders['lws-tp8pp2'].one('LeaderWorkerSet'))
+    lws['spec']['leaderWorkerTemplate']['workerTemplate']['spec']['containers'][0]['gpus'] = 8
+    with pytest.raises(Invalid, match="'gpus' was unexpected"):
+        validate(lws)
+    service = copy.deepcopy(renders['lws-tp8pp2'].one('Service'))
+    service['spec']['ports'][0]['port'] = 'eight thousand'
+    with pytest.raises(Invalid):
+        validate(service)
+
+
+def test_render_is_idempotent_and_byte_identical(renders, workdir):
+    first = renders['lws-tp8pp2']
+    snapshot = dict((path, open(os.path.join(first.root, path), 'rb').read()) for path in first.paths())
+    # A second render into the same directory: every file is compared with what it would write,
+    # so changed=0 means byte-identical output, and the bytes are checked on top.
+    again = run_render(workdir, 'lws-tp8pp2-again', 'lws', SCENARIOS['lws-tp8pp2'][1], render_dir=first.root)
+    assert again.rc == 0, again.output[-4000:]
+    assert again.changed() == 0
+    assert dict((path, open(os.path.join(again.root, path), 'rb').read()) for path in again.paths()) == snapshot
+
+
+def test_switching_contract_removes_stale_files(renders, workdir):
+    root = os.path.join(workdir, 'out', 'switch')
+    shutil.copytree(renders['lws-tp8pp2'].root, root)
+    switched = run_render(workdir, 'switch', 'lws', {'nim_launch_contract': 'ray'}, render_dir=root)
+    assert switched.rc == 0, switched.output[-4000:]
+    assert 'default/ConfigMap-nim-default-mpi-config.yaml' not in switched.paths()
+    assert 'default/LeaderWorkerSet-nim-default.yaml' in switched.paths()
+
+
+@pytest.mark.parametrize('name, message', [
+    ('rejected-tp6', "group 'default': nim_tensor_parallel=6: the model's 128 attention heads are not divisible by 6"),
+    ('rejected-autoscaling',
+     "group 'default': nim_k8s_autoscaling=true, nodes=2: a multi-node deployment cannot autoscale"),
+    ('rejected-auto-contract', "group 'default': nim_launch_contract=auto is not supported yet"),
+    ('rejected-operator-leader-address',
+     "group 'default': nim_launch_contract=leader_address is not supported by nim_k8s_backend=nim_operator"),
+])
+def test_rejected_deployment_fails_before_anything_is_written(renders, name, message):
+    render = renders[name]
+    assert render.rc != 0
+    assert message in render.output
+    assert not os.path.exists(render.root)
+
+
+def test_secrets_render_only_on_request(renders, workdir):
+    keys = os.path.join(workdir, 'keys')
+    render = renders['lws-secrets']
+    assert render.rc == 0, render.output[-4000:]
+    assert FAKE_NGC_KEY not in render.output
+    secrets = dict((path, obj) for path, obj in render.manifests().items() if obj['kind'] == 'Secret')
+    assert sorted(secrets) == ['_namespaces/nim/Secret-ngc-api-key.yaml', '_namespaces/nim/Secret-ngc-registry.yaml',
+                               'default/Secret-nim-default-ssh-pk.yaml']
+    for path, obj in secrets.items():
+        validate(obj)
+        assert stat.S_IMODE(os.stat(os.path.join(render.root, path)).st_mode) == 0o600
+    auth = secrets['_namespaces/nim/Secret-ngc-api-key.yaml']
+    assert base64.b64decode(auth['data']['NGC_API_KEY']).decode() == FAKE_NGC_KEY
+    assert secrets['_namespaces/nim/Secret-ngc-registry.yaml']['type'] == 'kubernetes.io/dockerconfigjson'
+    key = base64.b64decode(secrets['default/Secret-nim-default-ssh-pk.yaml']['data']['private.key']).decode()
+    assert key.startswith('-----BEGIN RSA PRIVATE KEY-----')
+    assert open(os.path.join(keys, 'nim-nim-default', 'id_rsa')).read() == key

@@ -1,0 +1,278 @@
+# -*- coding: utf-8 -*-
+"""The deployment plan: group rules, layout, ranks, env, hostfile, ports, and no secret in it."""
+
+import json
+import os
+
+import pytest
+import yaml
+
+from ansible_collections.nimstack.multinode.plugins.module_utils import nim_plan
+from ansible_collections.nimstack.multinode.plugins.module_utils.nim_plan import build_plan
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+
+LLAMA_405B = {
+    'nim_image': 'nvcr.io/nim/meta/llama-3.1-405b-instruct',
+    'nim_image_tag': '1.3.0',
+    'nim_model': 'llama-3.1-405b',
+    'nim_precision': 'fp8',
+    'nim_tensor_parallel': 8,
+    'nim_pipeline_parallel': 2,
+    'nim_gpus_per_node': 8,
+    'nim_gpu_memory_gb': 80,
+    'nim_mpi_start_timeout': 3000,
+}
+
+
+def _nodes(count, settings=None, group=None, **per_host):
+    nodes = []
+    for index in range(count):
+        node = {'host': 'gpu-%d' % (index + 1), 'address': '10.0.0.%d' % (11 + index),
+                'settings': dict(settings or LLAMA_405B)}
+        if group:
+            node['group'] = group
+        for key, values in per_host.items():
+            if values[index] is not None:
+                node[key] = values[index]
+        nodes.append(node)
+    return nodes
+
+
+def _group(result, name='default'):
+    return result['groups'][name]
+
+
+def test_docker_mpi_plan_of_two_nodes():
+    result = build_plan(_nodes(2))
+    assert result['valid'] is True
+    assert result['errors'] == []
+    group = _group(result)
+    assert group['mode'] == 'docker'
+    assert group['contract'] == 'mpi'
+    assert group['size'] == 2
+    assert group['leader'] == {'host': 'gpu-1', 'address': '10.0.0.11'}
+    assert [(r['host'], r['rank'], r['role']) for r in group['ranks']] == [('gpu-1', 0, 'leader'), ('gpu-2', 1, 'worker')]
+    assert group['hostfile'] == ['localhost slots=8', '10.0.0.12 slots=8']
+    assert group['ports'] == {'api': 8000, 'ssh': 2222}
+    assert group['k8s'] is None
+    leader, worker = group['ranks'][0]['env'], group['ranks'][1]['env']
+    # FACTS.md 1: common, leader-only and worker-only env of the multi-node contract.
+    for env in (leader, worker):
+        assert env['NIM_MULTI_NODE'] == '1'
+        assert env['NIM_NUM_COMPUTE_NODES'] == '2'
+        assert env['NIM_TENSOR_PARALLEL_SIZE'] == '8'
+        assert env['NIM_PIPELINE_PARALLEL_SIZE'] == '2'
+        assert env['NIM_MPI_ALLOW_RUN_AS_ROOT'] == '0'
+        assert env['NIM_CACHE_PATH'] == '/model-store'
+    assert leader['NIM_NODE_RANK'] == '0' and worker['NIM_NODE_RANK'] == '1'
+    assert leader['NIM_LEADER_ROLE'] == '1' and worker['NIM_LEADER_ROLE'] == '0'
+    assert leader['GPUS_PER_NODE'] == '8'
+    assert leader['CLUSTER_START_TIMEOUT'] == '3000'
+    assert leader['CLUSTER_SIZE'] == '2'
+    assert worker['LEADER_NAME'] == 'gpu-1'
+    assert group['layout']['weights_gb_per_gpu'] == pytest.approx(25.37, abs=0.01)
+    assert group['settings']['nim_api_port'] == 8000
+
+
+def test_kubernetes_plan_names_the_lws_pods():
+    result = build_plan(_nodes(2), deployment_mode='kubernetes')
+    group = _group(result)
+    assert result['valid'] is True
+    assert group['mode'] == 'kubernetes'
+    assert [r['host'] for r in group['ranks']] == [
+        'nim-default-0-0.nim-default.nim.svc', 'nim-default-0-1.nim-default.nim.svc']
+    assert group['k8s'] == {
+        'name': 'nim-default', 'namespace': 'nim', 'replicas': 1,
+        'hostfiles': {'hostfile-0': ['localhost slots=8', 'nim-default-0-1.nim-default.nim.svc slots=8']}}
+    env_list = group['ranks'][0]['env_list']
+    rank = [item for item in env_list if item['name'] == 'NIM_NODE_RANK'][0]
+    assert rank['valueFrom'] == {'fieldRef': {'fieldPath': "metadata.labels['leaderworkerset.sigs.k8s.io/worker-index']"}}
+
+
+def test_kubernetes_ranks_follow_pipeline_parallel_not_the_inventory():
+    result = build_plan(_nodes(2, dict(LLAMA_405B, nim_pipeline_parallel=4)), deployment_mode='kubernetes')
+    group = _group(result)
+    assert result['valid'] is True, result['errors']
+    assert group['size'] == 4
+    assert group['k8s']['hostfiles']['hostfile-0'][1:] == [
+        'nim-default-0-%d.nim-default.nim.svc slots=8' % rank for rank in (1, 2, 3)]
+
+
+def test_kubernetes_replicas_get_one_hostfile_each():
+    result = build_plan(_nodes(2, dict(LLAMA_405B, nim_k8s_replicas='2')), deployment_mode='kubernetes')
+    hostfiles = _group(result)['k8s']['hostfiles']
+    assert sorted(hostfiles) == ['hostfile-0', 'hostfile-1']
+    assert hostfiles['hostfile-1'][1] == 'nim-default-1-1.nim-default.nim.svc slots=8'
+
+
+def test_explicit_leader_rank_reorders_the_group():
+    result = build_plan(_nodes(2, rank=[None, 0]))
+    group = _group(result)
+    assert group['leader']['host'] == 'gpu-2'
+    assert group['hostfile'] == ['localhost slots=8', '10.0.0.11 slots=8']
+
+
+def test_two_leaders_are_refused_naming_the_hosts():
+    result = build_plan(_nodes(2, rank=[0, '0']))
+    assert result['valid'] is False
+    assert result['errors'] == [
+        "group 'default': nim_node_rank=0 is set on gpu-1, gpu-2: a group has exactly one leader (rank 0)"]
+
+
+def test_duplicate_and_gapped_ranks_are_refused():
+    duplicate = build_plan(_nodes(3, dict(LLAMA_405B, nim_pipeline_parallel=3), rank=[None, 1, 1]))
+    assert "group 'default': nim_node_rank=1 is set on gpu-2, gpu-3: ranks must be unique" in duplicate['errors']
+    gap = build_plan(_nodes(2, rank=[None, 3]))
+    assert gap['errors'] == [
+        "group 'default': nim_node_rank=3 on host gpu-2 leaves a gap: the group has 2 hosts (gpu-1, gpu-2), "
+        "so ranks run from 0 to 1"]
+    negative = build_plan(_nodes(2, rank=[None, 'first']))
+    assert negative['errors'] == ["group 'default': nim_node_rank='first' on host gpu-2 must be an integer >= 0"]
+
+
+def test_group_size_must_equal_pipeline_parallel_under_mpi():
+    result = build_plan(_nodes(3))
+    assert result['errors'] == [
+        "group 'default' has 3 hosts (gpu-1, gpu-2, gpu-3) but nim_pipeline_parallel=2: under the mpi launch "
+        "contract each host runs one pipeline stage, so the group needs exactly 2 hosts"]
+
+
+def test_planner_errors_name_the_inventory_variable():
+    result = build_plan(_nodes(2, dict(LLAMA_405B, nim_tensor_parallel='6')))
+    assert result['errors'] == [
+        "group 'default': nim_tensor_parallel=6: the model's 128 attention heads are not divisible by 6 "
+        "(model llama-3.1-405b)",
+        "group 'default': nim_tensor_parallel=6: the model's 8 KV heads are neither divisible by 6 nor a divisor "
+        "of it (model llama-3.1-405b)"]
+
+
+def test_autoscaling_with_multinode_is_refused_on_kubernetes():
+    result = build_plan(_nodes(2, dict(LLAMA_405B, nim_k8s_autoscaling='true')), deployment_mode='kubernetes')
+    assert len(result['errors']) == 1
+    assert result['errors'][0].startswith(
+        "group 'default': nim_k8s_autoscaling=true, nodes=2: a multi-node deployment cannot autoscale")
+
+
+def test_missing_settings_and_auto_contract_are_all_reported():
+    settings = {'nim_tensor_parallel': 8, 'nim_pipeline_parallel': 2, 'nim_launch_contract': 'auto'}
+    result = build_plan(_nodes(2, settings))
+    assert result['errors'] == [
+        "group 'default': nim_image is not set; it is required for every deployment group",
+        "group 'default': nim_image_tag is not set; it is required for every deployment group",
+        "group 'default': nim_launch_contract=auto is not supported yet: set it to mpi (NIM for LLMs 1.x), ray "
+        "(NIM for LLMs 2.0 and later) or leader_address (SGLang-based NIMs)"]
+
+
+def test_settings_must_agree_within_a_group():
+    nodes = _nodes(2)
+    nodes[1]['settings']['nim_image_tag'] = '1.4.0'
+    result = build_plan(nodes)
+    assert result['errors'] == [
+        "group 'default': nim_image_tag differs between its hosts (gpu-1=\"1.3.0\", gpu-2=\"1.4.0\"): a deployment "
+        "group runs one model with one layout, so set it once for the group"]
+
+
+def test_socket_interface_may_differ_per_host_on_docker_only():
+    nodes = _nodes(2, dict(LLAMA_405B, nim_network_profile='ib'))
+    nodes[0]['settings']['nim_socket_ifname'] = 'ens1'
+    nodes[1]['settings']['nim_socket_ifname'] = 'ens2'
+    docker = build_plan(nodes)
+    assert docker['valid'] is True, docker['errors']
+    assert [r['env']['NCCL_SOCKET_IFNAME'] for r in _group(docker)['ranks']] == ['ens1', 'ens2']
+    assert _group(docker)['ranks'][0]['resources'] == {'rdma/rdma_shared_device_a': 1}
+    kubernetes = build_plan(nodes, deployment_mode='kubernetes')
+    assert kubernetes['errors'] == [
+        "group 'default': nim_socket_ifname differs between its hosts (gpu-1, gpu-2): on Kubernetes every pod of "
+        "the group gets the same interface name, so set one value for the group"]
+
+
+def test_build_env_errors_name_the_variable_and_rank():
+    result = build_plan(_nodes(2, dict(LLAMA_405B, nim_launch_contract='leader_address')))
+    assert result['valid'] is False
+    assert result['errors'][0].startswith(
+        "group 'default', rank 0 (host gpu-1): nim_socket_ifname: required with nim_launch_contract=leader_address")
+
+
+def test_ray_contract_has_no_hostfile_and_its_own_ports():
+    result = build_plan(_nodes(2, dict(LLAMA_405B, nim_launch_contract='ray')))
+    group = _group(result)
+    assert group['hostfile'] == []
+    assert group['ports'] == {'api': 8000, 'ray': 6379}
+    assert group['ranks'][0]['command'] == ['nim-serve-ray', '--head', '--port', '6379']
+    assert group['ranks'][1]['command'] == ['nim-serve-ray', '--head-address', '10.0.0.11:6379']
+
+
+def test_leader_address_contract_ports():
+    settings = dict(LLAMA_405B, nim_launch_contract='leader_address', nim_socket_ifname='eth0')
+    group = _group(build_plan(_nodes(2, settings)))
+    assert group['ports'] == {'api': 8000, 'master': 50000}
+    assert group['ranks'][1]['env']['MASTER_ADDR'] == '10.0.0.11'
+
+
+def test_several_groups_are_planned_independently_and_errors_collected():
+    nodes = _nodes(2, group='llama') + _nodes(2, dict(LLAMA_405B, nim_tensor_parallel=6), group='broken')
+    for index, node in enumerate(nodes):
+        node['host'] = 'host-%d' % index
+    result = build_plan(nodes)
+    assert list(result['groups']) == ['llama', 'broken']
+    assert result['groups']['llama']['valid'] is True
+    assert result['groups']['broken']['valid'] is False
+    assert result['valid'] is False
+    assert all(error.startswith("group 'broken': ") for error in result['errors'])
+
+
+def test_bad_group_names_and_empty_inventory():
+    assert build_plan([])['errors'] == [
+        'no hosts in group nim_nodes: the inventory defines the deployment groups through it']
+    result = build_plan(_nodes(2, group='Bad_Name'))
+    assert result['errors'][0].startswith("host gpu-1: nim_group='Bad_Name' is not a valid group name")
+
+
+def test_no_secret_reaches_the_plan():
+    settings = dict(LLAMA_405B, nim_ngc_api_key='nvapi-SECRET', ansible_password='hunter2')
+    result = build_plan(_nodes(2, settings))
+    text = json.dumps(result)
+    assert 'nvapi-SECRET' not in text and 'hunter2' not in text
+    refused = build_plan(_nodes(2, dict(LLAMA_405B, nim_extra_env={'NGC_API_KEY': 'nvapi-SECRET'})))
+    assert 'nvapi-SECRET' not in json.dumps(refused)
+    assert refused['errors'][0].startswith("group 'default': nim_extra_env sets NGC_API_KEY")
+
+
+def test_integer_settings_from_extra_vars_are_coerced_or_refused():
+    result = build_plan(_nodes(2, dict(LLAMA_405B, nim_api_port='9000', nim_shm_size_gb='32')))
+    assert _group(result)['ports']['api'] == 9000
+    assert _group(result)['settings']['nim_shm_size_gb'] == 32
+    bad = build_plan(_nodes(2, dict(LLAMA_405B, nim_api_port=70000, nim_ssh_port='22x')))
+    assert bad['errors'] == ["group 'default': nim_ssh_port='22x' must be an integer >= 1",
+                             "group 'default': nim_api_port=70000 is not a TCP port (1-65535)"]
+
+
+def test_invalid_deployment_mode_is_refused():
+    assert build_plan(_nodes(2), deployment_mode='swarm')['errors'][0] == (
+        "deployment_mode='swarm' must be one of docker, kubernetes")
+    result = build_plan(_nodes(2, dict(LLAMA_405B, nim_deployment_mode='swarm')))
+    assert result['errors'] == ["group 'default': nim_deployment_mode='swarm' must be one of docker, kubernetes"]
+
+
+def test_playbook_collects_exactly_the_settings_the_plan_reads():
+    with open(os.path.join(REPO, 'playbooks', 'deploy_kubernetes.yml'), encoding='utf-8') as handle:
+        play = yaml.safe_load(handle)[0]
+    assert play['vars']['nim_plan_settings'] == list(nim_plan.SETTING_NAMES)
+    assert 'nim_ngc_api_key' not in nim_plan.SETTING_NAMES
+
+
+def test_example_inventory_plans_on_both_paths():
+    base = os.path.join(REPO, 'inventories', 'example')
+    with open(os.path.join(base, 'hosts.yml'), encoding='utf-8') as handle:
+        hosts = yaml.safe_load(handle)['all']['children']['nim_nodes']['hosts']
+    with open(os.path.join(base, 'group_vars', 'nim_nodes.yml'), encoding='utf-8') as handle:
+        group_vars = yaml.safe_load(handle)
+    assert '{{' in group_vars['nim_ngc_api_key'] and 'NGC_API_KEY' in group_vars['nim_ngc_api_key']
+    settings = dict((k, v) for k, v in group_vars.items() if k in nim_plan.SETTING_NAMES)
+    nodes = [{'host': name, 'address': values['ansible_host'], 'settings': settings} for name, values in hosts.items()]
+    for mode in ('docker', 'kubernetes'):
+        result = build_plan(nodes, deployment_mode=mode)
+        assert result['valid'] is True, result['errors']
+        assert _group(result)['layout']['tensor_parallel'] == 8
+        assert _group(result)['layout']['pipeline_parallel'] == 2
