@@ -318,6 +318,7 @@ plan:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nimstack.multinode.plugins.module_utils.nim_parallelism import plan_parallelism
+from ansible_collections.nimstack.multinode.plugins.module_utils.outcome import exit_with_outcome
 
 _PLANNER_OPTIONS = (
     'tensor_parallel', 'pipeline_parallel', 'nodes', 'gpus_per_node', 'backend', 'model', 'precision',
@@ -349,15 +350,7 @@ def main():
     )
 
     outcome = plan_parallelism(**dict((name, module.params[name]) for name in _PLANNER_OPTIONS))
-    for warning in outcome['warnings']:
-        module.warn(warning)
-
-    result = dict(changed=False, valid=outcome['valid'], errors=outcome['errors'],
-                  plan_warnings=outcome['warnings'], plan=outcome['plan'])
-    if outcome['errors'] and module.params['fail_on_invalid']:
-        lines = ['%d. %s' % (number, error) for number, error in enumerate(outcome['errors'], 1)]
-        module.fail_json(msg='The parallel layout has %d error(s):\n%s' % (len(lines), '\n'.join(lines)), **result)
-    module.exit_json(**result)
+    exit_with_outcome(module, outcome, 'The parallel layout', plan=outcome['plan'])
 
 
 if __name__ == '__main__':

@@ -243,6 +243,7 @@ groups:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nimstack.multinode.plugins.module_utils.nim_plan import build_plan
+from ansible_collections.nimstack.multinode.plugins.module_utils.outcome import exit_with_outcome
 
 
 def main():
@@ -265,15 +266,7 @@ def main():
     )
 
     outcome = build_plan(module.params['nodes'], deployment_mode=module.params['deployment_mode'])
-    for warning in outcome['warnings']:
-        module.warn(warning)
-
-    result = dict(changed=False, valid=outcome['valid'], errors=outcome['errors'],
-                  plan_warnings=outcome['warnings'], groups=outcome['groups'])
-    if outcome['errors'] and module.params['fail_on_invalid']:
-        lines = ['%d. %s' % (number, error) for number, error in enumerate(outcome['errors'], 1)]
-        module.fail_json(msg='The deployment plan has %d error(s):\n%s' % (len(lines), '\n'.join(lines)), **result)
-    module.exit_json(**result)
+    exit_with_outcome(module, outcome, 'The deployment plan', groups=outcome['groups'])
 
 
 if __name__ == '__main__':
