@@ -9,7 +9,7 @@ COLLECTION_LINK := build/collections/ansible_collections/nimstack/multinode
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: test deps link lint units k8s build-check sanity clean
+.PHONY: test deps link lint units k8s build-check sanity molecule lab-test lab lab-down clean
 
 test: deps lint units k8s build-check sanity
 
@@ -40,6 +40,23 @@ build-check: deps
 
 sanity: deps
 	scripts/sanity.sh
+
+# Roles on real systemd hosts (Docker, built locally): molecule per role, then the lab end to end.
+molecule: deps
+	scripts/test-molecule.sh
+
+lab-test: deps
+	scripts/test-lab.sh
+
+# The main job: a 3-host lab over real SSH, prepared by playbooks/prepare_hosts.yml.
+lab: deps
+	scripts/lab/ensure-docker.sh
+	scripts/lab/build-image.sh
+	scripts/lab/lab.sh up 3
+	ansible-playbook -i build/lab/inventory.yml -i inventories/lab playbooks/prepare_hosts.yml
+
+lab-down:
+	scripts/lab/lab.sh down
 
 clean:
 	rm -rf build tests/output .pytest_cache

@@ -13,6 +13,11 @@ RUN systemctl mask getty.target console-getty.service systemd-udevd.service \
     && mv /etc/ssh/hostkeys.conf /etc/systemd/system/ssh.service.d/hostkeys.conf \
     && echo 'root:!' | chpasswd -e \
     && : > /etc/machine-id
+# python3-apt is on every Debian/Ubuntu server install; without it the apt module cannot run in
+# check mode, which the roles' tests use on fresh hosts.
+RUN apt-get update -qq \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-apt \
+    && apt-get clean
 ENV container=docker
 STOPSIGNAL SIGRTMIN+3
 CMD ["/sbin/init"]

@@ -1,0 +1,56 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, nimstack maintainers
+# SPDX-License-Identifier: Apache-2.0
+"""Filter inventory_problems: the controller-side inventory checks (docs in inventory_problems.yml)."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.nimstack.multinode.plugins.module_utils.inventory_checks import (
+    DEFAULT_MAX_VERSION,
+    DEFAULT_MIN_VERSION,
+    DEFAULT_NODE_GROUP,
+    DEFAULT_SUPPORTED_OS,
+    InventoryCheckError,
+    check_inventory,
+)
+
+_HOST_VARS = ('nim_group', 'nim_node_rank')
+_OS_FACTS = ('distribution', 'distribution_version', 'distribution_major_version', 'os_family')
+
+
+def _pick(hostvars, host, names):
+    # Only the few variables the checks read are looked up, so hostvars stays lazy for the rest.
+    hvars = hostvars[host]
+    return dict((name, hvars[name]) for name in names if name in hvars)
+
+
+def inventory_problems(hostvars, groups, ansible_version, node_group=DEFAULT_NODE_GROUP,
+                       default_group='default', min_version=DEFAULT_MIN_VERSION,
+                       max_version=DEFAULT_MAX_VERSION, supported_os=None, check_os=True):
+    if not isinstance(ansible_version, str):
+        raise AnsibleFilterError('inventory_problems: ansible_version must be a string such as '
+                                 'ansible_version.full, got %r' % (ansible_version,))
+    hosts = list((groups or {}).get(node_group) or [])
+    host_vars = dict((host, _pick(hostvars, host, _HOST_VARS)) for host in hosts)
+    host_facts = None
+    if check_os:
+        host_facts = {}
+        for host in hosts:
+            facts = hostvars[host].get('ansible_facts') or {}
+            host_facts[host] = dict((name, facts.get(name)) for name in _OS_FACTS)
+    try:
+        return check_inventory(groups, host_vars, ansible_version, node_group=node_group,
+                               default_group=default_group, min_version=min_version,
+                               max_version=max_version,
+                               supported_os=supported_os or DEFAULT_SUPPORTED_OS,
+                               host_facts=host_facts)
+    except InventoryCheckError as exc:
+        raise AnsibleFilterError('inventory_problems: %s' % exc)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {'inventory_problems': inventory_problems}

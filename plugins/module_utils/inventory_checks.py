@@ -1,0 +1,192 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, nimstack maintainers
+# SPDX-License-Identifier: Apache-2.0
+"""Checks of the controller and the inventory that must hold before any host is changed.
+
+Every check returns messages instead of raising, so that one run reports every problem at once,
+each naming the host, the variable and the accepted values. The inputs are plain data (group
+lists, per-host dicts, version strings): no Ansible imports, so the checks are unit-tested directly
+and cost the same whether the filter feeds them 3 hosts or 1,000.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import re
+
+DEFAULT_NODE_GROUP = 'nim_nodes'
+DEFAULT_MIN_VERSION = '2.16.0'
+DEFAULT_MAX_VERSION = '2.21.0'
+
+# Matched against distribution_version first, then distribution_major_version: Ubuntu pins a
+# point release (22.04), the others a major version (Debian 12.x, RHEL/Rocky 9.x).
+DEFAULT_SUPPORTED_OS = (
+    {'distribution': 'Ubuntu', 'versions': ['22.04', '24.04']},
+    {'distribution': 'Debian', 'versions': ['12']},
+    {'distribution': 'RedHat', 'versions': ['9']},
+    {'distribution': 'Rocky', 'versions': ['9']},
+)
+
+# A DNS-1035 label: the group name ends up in container, Service and LeaderWorkerSet names.
+_GROUP_NAME_RE = re.compile(r'^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$')
+_VERSION_RE = re.compile(r'^\s*(\d+)\.(\d+)(?:\.(\d+))?')
+
+GROUP_NAME_RULE = ("1-63 lowercase letters, digits and '-', starting with a letter and ending "
+                   "with a letter or digit")
+
+
+class InventoryCheckError(ValueError):
+    """Raised when the checks themselves are called with unusable settings."""
+
+
+def parse_version(text):
+    """Return (major, minor, patch) of a version string; suffixes such as rc1 or .dev0 are dropped.
+
+    Dropping the suffix is deliberate: 2.21.0.dev0 is a 2.21 build and must meet the 2.21 bound.
+    """
+    match = _VERSION_RE.match(str(text))
+    if not match:
+        raise InventoryCheckError('%r is not a version (expected X.Y or X.Y.Z)' % (text,))
+    return tuple(int(part or 0) for part in match.groups())
+
+
+def check_ansible_version(version, min_version=DEFAULT_MIN_VERSION,
+                          max_version=DEFAULT_MAX_VERSION):
+    """Check min_version <= version < max_version (max_version None or '' means no upper bound)."""
+    lower = parse_version(min_version)
+    upper = parse_version(max_version) if max_version else None
+    try:
+        have = parse_version(version)
+    except InventoryCheckError as exc:
+        return ['ansible-core version: %s' % exc]
+    if have >= lower and (upper is None or have < upper):
+        return []
+    wanted = '>= %s' % min_version + (' and < %s' % max_version if upper else '')
+    return ['ansible-core %s is not supported: the collection needs ansible-core %s '
+            '(validate_inventory_ansible_min_version, validate_inventory_ansible_max_version)'
+            % (version, wanted)]
+
+
+def parse_rank(value):
+    """Return a node rank as int, or None if value is not a non-negative whole number.
+
+    INI inventories and ``-e key=value`` hand numbers over as strings, so digit strings count.
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None
+
+
+def check_group_members(groups, node_group=DEFAULT_NODE_GROUP):
+    """Check that the node group exists and has hosts; return (problems, hosts)."""
+    hosts = list((groups or {}).get(node_group) or [])
+    if hosts:
+        return [], hosts
+    return ["the inventory has no hosts in group '%s' (validate_inventory_group): put every GPU "
+            "node in that group" % node_group], []
+
+
+def check_host_vars(hosts, host_vars, default_group):
+    """Check nim_group and nim_node_rank of every host and the ranks within each group.
+
+    host_vars maps a host to a dict that may hold nim_group and nim_node_rank (absent means unset).
+    Hosts without nim_group belong to default_group.
+    """
+    problems = []
+    members = {}
+    for host in hosts:
+        hvars = host_vars.get(host) or {}
+        group = hvars.get('nim_group')
+        if group is None:
+            group = default_group
+        elif not isinstance(group, str) or not _GROUP_NAME_RE.match(group):
+            problems.append('host %s: nim_group=%r is not a valid group name: use %s'
+                            % (host, group, GROUP_NAME_RULE))
+            continue
+        members.setdefault(group, []).append(host)
+        if 'nim_node_rank' in hvars and hvars['nim_node_rank'] is not None:
+            if parse_rank(hvars['nim_node_rank']) is None:
+                problems.append('host %s: nim_node_rank=%r is not a non-negative whole number '
+                                '(0 is the leader; leave it unset to rank hosts in inventory order)'
+                                % (host, hvars['nim_node_rank']))
+    for group in sorted(members):
+        problems.extend(_check_ranks(group, members[group], host_vars))
+    return problems
+
+
+def _check_ranks(group, hosts, host_vars):
+    problems = []
+    by_rank = {}
+    for host in hosts:
+        rank = parse_rank((host_vars.get(host) or {}).get('nim_node_rank'))
+        if rank is not None:
+            by_rank.setdefault(rank, []).append(host)
+    for rank in sorted(by_rank):
+        if len(by_rank[rank]) > 1:
+            problems.append('group %s: nim_node_rank=%d is set on %s; each rank must be unique '
+                            'in a group' % (group, rank, ', '.join(by_rank[rank])))
+        if rank >= len(hosts):
+            holders = ', '.join(by_rank[rank])
+            problems.append('group %s: host %s has nim_node_rank=%d but the group has %d hosts; '
+                            'ranks must be 0 to %d'
+                            % (group, holders, rank, len(hosts), len(hosts) - 1))
+    return problems
+
+
+def _os_label(facts):
+    return '%s %s (os_family %s)' % (facts.get('distribution') or 'unknown',
+                                     facts.get('distribution_version') or '?',
+                                     facts.get('os_family') or '?')
+
+
+def supported_os_text(supported_os):
+    return ', '.join('%s %s' % (entry['distribution'], '/'.join(str(v) for v in entry['versions']))
+                     for entry in supported_os)
+
+
+def check_os(hosts, host_facts, supported_os=DEFAULT_SUPPORTED_OS):
+    """Check the distribution of every host that has facts; hosts without facts are skipped.
+
+    host_facts maps a host to a dict of distribution, distribution_version,
+    distribution_major_version and os_family.
+    """
+    problems = []
+    for entry in supported_os:
+        if not isinstance(entry, dict) or 'distribution' not in entry or 'versions' not in entry:
+            raise InventoryCheckError('every supported_os entry needs distribution and versions, '
+                                      'got %r' % (entry,))
+    for host in hosts:
+        facts = host_facts.get(host) or {}
+        if not facts.get('distribution'):
+            continue
+        versions = None
+        for entry in supported_os:
+            if entry['distribution'] == facts['distribution']:
+                versions = [str(v) for v in entry['versions']]
+        found = (str(facts.get('distribution_version')), str(facts.get('distribution_major_version')))
+        if versions is None or not (found[0] in versions or found[1] in versions):
+            problems.append('host %s: %s is not supported; supported: %s '
+                            '(validate_inventory_supported_os)'
+                            % (host, _os_label(facts), supported_os_text(supported_os)))
+    return problems
+
+
+def check_inventory(groups, host_vars, ansible_version, node_group=DEFAULT_NODE_GROUP,
+                    default_group='default', min_version=DEFAULT_MIN_VERSION,
+                    max_version=DEFAULT_MAX_VERSION, supported_os=DEFAULT_SUPPORTED_OS,
+                    host_facts=None):
+    """Run every check; return the list of problems (empty when all is well).
+
+    host_facts None skips the OS check (no host contacted, e.g. controller-only planning).
+    """
+    problems = check_ansible_version(ansible_version, min_version, max_version)
+    group_problems, hosts = check_group_members(groups, node_group)
+    problems.extend(group_problems)
+    problems.extend(check_host_vars(hosts, host_vars, default_group))
+    if host_facts is not None:
+        problems.extend(check_os(hosts, host_facts, supported_os))
+    return problems
