@@ -27,11 +27,13 @@ DEFAULT_SUPPORTED_OS = (
     {'distribution': 'Rocky', 'versions': ['9']},
 )
 
-# A DNS-1035 label: the group name ends up in container, Service and LeaderWorkerSet names.
-_GROUP_NAME_RE = re.compile(r'^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$')
+# A DNS-1035 label short enough to leave room for what is added to it: the group name becomes
+# part of container, Service and LeaderWorkerSet names, and LWS derives pod names and label values
+# (at most 63 characters) from it with suffixes of its own.
+GROUP_NAME_RE = re.compile(r'^[a-z]([-a-z0-9]{0,28}[a-z0-9])?$')
 _VERSION_RE = re.compile(r'^\s*(\d+)\.(\d+)(?:\.(\d+))?')
 
-GROUP_NAME_RULE = ("1-63 lowercase letters, digits and '-', starting with a letter and ending "
+GROUP_NAME_RULE = ("1-30 lowercase letters, digits and '-', starting with a letter and ending "
                    "with a letter or digit")
 
 
@@ -103,7 +105,7 @@ def check_host_vars(hosts, host_vars, default_group):
         group = hvars.get('nim_group')
         if group is None:
             group = default_group
-        elif not isinstance(group, str) or not _GROUP_NAME_RE.match(group):
+        elif not isinstance(group, str) or not GROUP_NAME_RE.match(group):
             problems.append('host %s: nim_group=%r is not a valid group name: use %s'
                             % (host, group, GROUP_NAME_RULE))
             continue

@@ -18,6 +18,7 @@ __metaclass__ = type
 import json
 import re
 
+from ansible_collections.nimstack.multinode.plugins.module_utils.inventory_checks import GROUP_NAME_RE, GROUP_NAME_RULE
 from ansible_collections.nimstack.multinode.plugins.module_utils.nim_parallelism import plan_parallelism
 from ansible_collections.nimstack.multinode.plugins.module_utils.nim_env import NimEnvError, build_env
 
@@ -96,9 +97,6 @@ _VARIABLE_OF_OPTION = {
 }
 _OPTION_NAME = re.compile(r'(?<![\w.])(%s)(?=[=:.])' % '|'.join(sorted(_VARIABLE_OF_OPTION, key=len, reverse=True)))
 
-# Docker container names, Kubernetes object names and DNS labels all accept this; a group
-# name is part of each.
-_GROUP_NAME = re.compile(r'^[a-z]([-a-z0-9]{0,28}[a-z0-9])?$')
 _TRUE = ('true', 'yes', 'on', '1')
 _FALSE = ('false', 'no', 'off', '0')
 
@@ -150,10 +148,9 @@ def _group_members(nodes, errors):
             continue
         group = node.get('group')
         group = DEFAULT_GROUP if group in (None, '') else group
-        if not isinstance(group, str) or not _GROUP_NAME.match(group):
-            errors.append("host %s: nim_group=%r is not a valid group name: use 1-30 lowercase letters, digits and "
-                          "'-', starting with a letter (it becomes part of container and Kubernetes names)"
-                          % (node['host'], group))
+        if not isinstance(group, str) or not GROUP_NAME_RE.match(group):
+            errors.append("host %s: nim_group=%r is not a valid group name: use %s (it becomes part of container "
+                          "and Kubernetes names)" % (node['host'], group, GROUP_NAME_RULE))
             continue
         settings = node.get('settings') or {}
         if not isinstance(settings, dict):

@@ -82,10 +82,10 @@ def test_valid_host_vars_pass():
     assert check_host_vars(['a', 'b', 'c'], host_vars, 'default') == []
 
 
-@pytest.mark.parametrize('name', ['Llama', 'llama_70b', '-a', 'a-', '7b', '', 'a' * 64, 5])
+@pytest.mark.parametrize('name', ['Llama', 'llama_70b', '-a', 'a-', '7b', '', 'a' * 31, 5])
 def test_invalid_group_names_are_named(name):
     problems = check_host_vars(['h1'], {'h1': {'nim_group': name}}, 'default')
-    assert problems == ["host h1: nim_group=%r is not a valid group name: use 1-63 lowercase letters, "
+    assert problems == ["host h1: nim_group=%r is not a valid group name: use 1-30 lowercase letters, "
                         "digits and '-', starting with a letter and ending with a letter or digit"
                         % (name,)]
 
@@ -182,3 +182,14 @@ def test_check_inventory_scales_to_a_thousand_hosts():
     host_vars = dict((h, {'nim_group': 'g%d' % (i // 8), 'nim_node_rank': i % 8})
                      for i, h in enumerate(hosts))
     assert check_inventory({'nim_nodes': hosts}, host_vars, '2.19.14') == []
+
+
+def test_group_name_rule_is_the_one_the_planner_applies():
+    """validate_inventory and nim_plan must accept and refuse the same group names."""
+    from ansible_collections.nimstack.multinode.plugins.module_utils.nim_plan import build_plan
+    for name, accepted in (('a' * 30, True), ('a' * 31, False)):
+        problems = check_host_vars(['h1'], {'h1': {'nim_group': name}}, 'default')
+        planned = build_plan([{'host': 'h1', 'address': '10.0.0.1', 'group': name, 'rank': None, 'settings': {}}])
+        named = [e for e in planned['errors'] if 'not a valid group name' in e]
+        assert (problems == []) is accepted
+        assert (named == []) is accepted
