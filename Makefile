@@ -11,7 +11,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
 .PHONY: test deps link lint units k8s build-check sanity molecule lab-test lab lab-down clean
 
-test: deps lint units k8s build-check sanity
+test: deps lint units k8s build-check sanity molecule lab-test
 
 deps: $(VENV)/.deps-stamp link
 

@@ -71,11 +71,24 @@ pongs=$(grep -c '"ping": "pong"\|ping: pong' "$logs/ping.log" || true)
 ((pongs == hosts)) || { cat "$logs/ping.log"; fail "$pongs of $hosts hosts answered ping"; }
 echo "   $pongs of $hosts hosts answered"
 
-step "prepare_hosts.yml: converge, then converge again"
+step "prepare_hosts.yml: converge, then converge again (with -vvv)"
 playbook "$logs/prepare-1.log" || fail "first run (see $logs/prepare-1.log)"
-playbook "$logs/prepare-2.log" || fail "second run (see $logs/prepare-2.log)"
+playbook "$logs/prepare-2.log" -vvv || fail "second run (see $logs/prepare-2.log)"
 changed=$(recap changed "$logs/prepare-2.log")
 ((changed == 0)) || { grep -B2 '^changed:' "$logs/prepare-2.log" | head -40; fail "second run changed $changed"; }
+
+step "the deployment key stays secret: modes, and absent from every log, -vvv included"
+mesh=/etc/nimstack/mesh/default
+for i in $(seq 1 "$hosts"); do
+  modes=$(docker exec "nimstack-lab-$i" stat -c '%n %a %u' "$mesh/private.key" "$mesh/ssh_host_ed25519_key")
+  grep -qx "$mesh/private.key 400 1000" <<<"$modes" || fail "nimstack-lab-$i: $modes"
+  grep -qx "$mesh/ssh_host_ed25519_key 600 1000" <<<"$modes" || fail "nimstack-lab-$i: $modes"
+done
+# Every base64 line of the private key (and the host key) must be absent from the logs.
+secret_lines=$(docker exec nimstack-lab-1 sh -c "grep -hv -- '-----' $mesh/private.key $mesh/ssh_host_ed25519_key")
+leaks=$(grep -cFf <(printf '%s\n' "$secret_lines") "$logs"/prepare-*.log | awk -F: '{n += $NF} END {print n + 0}')
+((leaks == 0)) || fail "$leaks log lines contain private key material"
+echo "   key files 0400/0600 owned by uid 1000 on $hosts hosts; $(wc -l <<<"$secret_lines") key lines found in no log"
 
 step "prepare_hosts.yml --check --diff on a fresh lab"
 lab_down
