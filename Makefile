@@ -9,9 +9,9 @@ COLLECTION_LINK := build/collections/ansible_collections/nimstack/multinode
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: test deps link lint units k8s build-check sanity molecule lab-test lab lab-down clean
+.PHONY: test deps link lint units k8s build-check sanity molecule lab-test standin-test lab lab-down clean
 
-test: deps lint units k8s build-check sanity molecule lab-test
+test: deps lint units k8s build-check sanity molecule lab-test standin-test
 
 deps: $(VENV)/.deps-stamp link
 
@@ -47,6 +47,11 @@ molecule: deps
 
 lab-test: deps
 	scripts/test-lab.sh
+
+# The lab's stand-in NIM image speaking the mpi contract for real across three containers.
+standin-test: deps
+	scripts/lab/ensure-docker.sh
+	scripts/lab/test-standin.sh
 
 # The main job: a 3-host lab over real SSH, prepared by playbooks/prepare_hosts.yml.
 lab: deps
