@@ -79,14 +79,15 @@ changed=$(recap changed "$logs/prepare-2.log")
 
 step "the deployment key stays secret: modes, and absent from every log, -vvv included"
 mesh=/etc/nimstack/mesh/default
+prefix=${NIMSTACK_LAB_PREFIX:-nimstack-lab}
 for i in $(seq 1 "$hosts"); do
-  modes=$(docker exec "nimstack-lab-$i" stat -c '%n %a %u' "$mesh/private.key" "$mesh/ssh_host_ed25519_key")
-  grep -qx "$mesh/private.key 400 1000" <<<"$modes" || fail "nimstack-lab-$i: $modes"
-  grep -qx "$mesh/ssh_host_ed25519_key 600 1000" <<<"$modes" || fail "nimstack-lab-$i: $modes"
+  modes=$(docker exec "$prefix-$i" stat -c '%n %a %u' "$mesh/private.key" "$mesh/ssh_host_ed25519_key")
+  grep -qx "$mesh/private.key 400 1000" <<<"$modes" || fail "$prefix-$i: $modes"
+  grep -qx "$mesh/ssh_host_ed25519_key 600 1000" <<<"$modes" || fail "$prefix-$i: $modes"
 done
 # Every base64 line of the private key (and the host key) must be absent from the logs.
-secret_lines=$(docker exec nimstack-lab-1 sh -c "grep -hv -- '-----' $mesh/private.key $mesh/ssh_host_ed25519_key")
-leaks=$(grep -cFf <(printf '%s\n' "$secret_lines") "$logs"/prepare-*.log | awk -F: '{n += $NF} END {print n + 0}')
+secret_lines=$(docker exec "$prefix-1" sh -c "grep -hv -- '-----' $mesh/private.key $mesh/ssh_host_ed25519_key")
+leaks=$(cat "$logs"/prepare-*.log | grep -cFf <(printf '%s\n' "$secret_lines") || true)
 ((leaks == 0)) || fail "$leaks log lines contain private key material"
 echo "   key files 0400/0600 owned by uid 1000 on $hosts hosts; $(wc -l <<<"$secret_lines") key lines found in no log"
 
