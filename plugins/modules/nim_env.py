@@ -220,17 +220,8 @@ options:
         (for example NGC_API_KEY, HF_TOKEN, RAY_AUTH_TOKEN) and values that start with
         C(nvapi-) are refused.
     type: dict
-attributes:
-  check_mode:
-    support: full
-    description: Computes the same result in check mode; it never changes anything.
-  diff_mode:
-    support: none
-    description: Nothing is changed, so there is nothing to diff.
-  platform:
-    support: full
-    platforms: all
-    description: Pure computation; it reads nothing from the host it runs on.
+extends_documentation_fragment:
+  - nimstack.multinode.attributes.compute
 notes:
   - "RV(command) is the container's arguments after the image's entrypoint: Kubernetes C(args),
     or the command of C(docker run IMAGE ...)."

@@ -125,17 +125,8 @@ options:
       - Fail when the layout has errors. When V(false), return them with RV(valid=false).
     type: bool
     default: true
-attributes:
-  check_mode:
-    support: full
-    description: Computes the same result in check mode; it never changes anything.
-  diff_mode:
-    support: none
-    description: Nothing is changed, so there is nothing to diff.
-  platform:
-    support: full
-    platforms: all
-    description: Pure computation; it reads nothing from the host it runs on.
+extends_documentation_fragment:
+  - nimstack.multinode.attributes.compute
 notes:
   - The planner's warnings are also emitted as Ansible warnings.
 '''

@@ -83,17 +83,8 @@ options:
       - Fail when any group has errors. When V(false), return them with RV(valid=false).
     type: bool
     default: true
-attributes:
-  check_mode:
-    support: full
-    description: Computes the same result in check mode; it never changes anything.
-  diff_mode:
-    support: none
-    description: Nothing changes, so there is nothing to diff.
-  platform:
-    support: full
-    platforms: all
-    description: Pure Python; runs on the controller or any host.
+extends_documentation_fragment:
+  - nimstack.multinode.attributes.compute
 notes:
   - The groups' warnings are also emitted as Ansible warnings.
 seealso:

@@ -32,20 +32,12 @@ options:
         reason, like a host without the binary.
     type: path
 attributes:
-  check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
-    details: The module only reads, so it runs and returns real facts in check mode.
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
-  facts:
-    description: Action returns an C(ansible_facts) dictionary that will update existing host facts.
-    support: full
   platform:
     description: Target OS/families that can be operated against.
     support: full
     platforms: posix
+extends_documentation_fragment:
+  - nimstack.multinode.attributes.facts
 notes:
   - A driver too old to know one of the queried fields (C(compute_cap) is the most recent of them)
     makes the query fail; RV(ansible_facts.nvidia_gpu.reason) then quotes C(nvidia-smi).

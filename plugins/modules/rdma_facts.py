@@ -29,20 +29,12 @@ options:
     type: path
     default: /sys
 attributes:
-  check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
-    details: The module only reads, so it runs and returns real facts in check mode.
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
-  facts:
-    description: Action returns an C(ansible_facts) dictionary that will update existing host facts.
-    support: full
   platform:
     description: Target OS/families that can be operated against.
     support: full
     platforms: linux
+extends_documentation_fragment:
+  - nimstack.multinode.attributes.facts
 notes:
   - Only the first 16 entries of each GID table are read; a port with an address fills the first
     ones.
