@@ -9,9 +9,9 @@ COLLECTION_LINK := build/collections/ansible_collections/nimstack/multinode
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: test deps link lint units k8s build-check sanity molecule lab-test standin-test lab lab-down clean
+.PHONY: test deps link lint units k8s build-check sanity molecule lab-test standin-test docker-path-test lab lab-down clean
 
-test: deps lint units k8s build-check sanity molecule lab-test standin-test
+test: deps lint units k8s build-check sanity molecule lab-test standin-test docker-path-test
 
 deps: $(VENV)/.deps-stamp link
 
@@ -53,12 +53,14 @@ standin-test: deps
 	scripts/lab/ensure-docker.sh
 	scripts/lab/test-standin.sh
 
-# The main job: a 3-host lab over real SSH, prepared by playbooks/prepare_hosts.yml.
+# site.yml on a fresh 3-host lab with the stand-in image: ready, smoke test, idempotence, bad
+# input, a worker down before and killed after the rollout, teardown.
+docker-path-test: deps
+	scripts/test-docker-path.sh
+
+# The main job: site.yml on a 3-host lab to a serving endpoint (scripts/lab/rollout.sh).
 lab: deps
-	scripts/lab/ensure-docker.sh
-	scripts/lab/build-image.sh
-	scripts/lab/lab.sh up 3
-	ansible-playbook -i build/lab/inventory.yml -i inventories/lab playbooks/prepare_hosts.yml
+	scripts/lab/rollout.sh
 
 lab-down:
 	scripts/lab/lab.sh down

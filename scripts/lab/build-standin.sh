@@ -42,7 +42,7 @@ docker tag "$image" "$repo:latest"
 if [[ -n "$archive" ]]; then
   if [[ ! -s "$archive" || "$(cat "$archive.image" 2>/dev/null)" != "$image" ]]; then
     mkdir -p "$(dirname "$archive")"
-    docker save -o "$archive.tmp" "$image"
+    docker save -o "$archive.tmp" "$image" "$repo:latest"
     chmod 0644 "$archive.tmp"
     mv "$archive.tmp" "$archive"
     echo "$image" >"$archive.image"

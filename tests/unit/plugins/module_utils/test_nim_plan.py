@@ -255,10 +255,14 @@ def test_invalid_deployment_mode_is_refused():
     assert result['errors'] == ["group 'default': nim_deployment_mode='swarm' must be one of docker, kubernetes"]
 
 
-def test_playbook_collects_exactly_the_settings_the_plan_reads():
-    with open(os.path.join(REPO, 'playbooks', 'deploy_kubernetes.yml'), encoding='utf-8') as handle:
-        play = yaml.safe_load(handle)[0]
-    assert play['vars']['nim_plan_settings'] == list(nim_plan.SETTING_NAMES)
+def test_playbooks_collect_exactly_the_settings_the_plan_reads():
+    with open(os.path.join(REPO, 'playbooks', 'vars', 'nim_plan.yml'), encoding='utf-8') as handle:
+        plan_vars = yaml.safe_load(handle)
+    assert plan_vars['nim_plan_settings'] == list(nim_plan.SETTING_NAMES)
+    for book in ('deploy_kubernetes.yml', 'preflight.yml'):
+        with open(os.path.join(REPO, 'playbooks', book), encoding='utf-8') as handle:
+            plays = yaml.safe_load(handle)
+        assert any('vars/nim_plan.yml' in play.get('vars_files', []) for play in plays), book
     assert 'nim_ngc_api_key' not in nim_plan.SETTING_NAMES
 
 

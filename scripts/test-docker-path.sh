@@ -1,0 +1,214 @@
+#!/usr/bin/env bash
+# End-to-end test of the Docker path on a fresh 3-host lab (1 leader, 2 workers, TP 1 / PP 3,
+# launch contract mpi) with the stand-in NIM image shipped as a `docker save` archive and its
+# model from the lab's model source:
+#   1. bad input (a layout the planner rejects, no NGC key for a registry pull, two leaders, a
+#      group whose size differs from PP) fails site.yml before any host changes, naming it;
+#   2. a worker host stopped before the rollout: the leader is never started and the error names
+#      the worker; once it is back, site.yml converges to ready and the smoke test passes;
+#   3. a second run changes nothing; the model was downloaded once;
+#   4. the leader really reached both workers over SSH (their sshd logs, the leader's log);
+#   5. a worker rank killed after the rollout is restarted by its restart policy and the
+#      endpoint is ready again (bounded wait), and a re-run then changes nothing;
+#   6. teardown.yml leaves no container, key or file behind.
+# Every wait is bounded; timings are printed.
+#
+#   scripts/test-docker-path.sh               the whole test
+#   LAB_KEEP=1 scripts/test-docker-path.sh    leave the lab up for a look
+#   NIMSTACK_LAB_PREFIX=nd NIMSTACK_LAB_SUBNET=172.30.79.0/24 NIMSTACK_LAB_DIR=$PWD/build/lab-nd \
+#     scripts/test-docker-path.sh               a lab of its own beside another one
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+lab=scripts/lab/lab.sh
+logs=build/docker-path-test
+prefix=${NIMSTACK_LAB_PREFIX:-nimstack-lab}
+export NIMSTACK_LAB_DIR=${NIMSTACK_LAB_DIR:-$repo/build/lab}
+inventory=$NIMSTACK_LAB_DIR/inventory.yml
+shared=$NIMSTACK_LAB_DIR/shared
+leader=$prefix-1
+workers=("$prefix-2" "$prefix-3")
+container=nim-default
+recover_timeout=${DOCKER_PATH_RECOVER_TIMEOUT:-240}
+boot_timeout=${DOCKER_PATH_BOOT_TIMEOUT:-90}
+export ANSIBLE_CONFIG=$repo/ansible.cfg ANSIBLE_NOCOLOR=1 NO_COLOR=1
+export ANSIBLE_CACHE_PLUGIN_CONNECTION=$NIMSTACK_LAB_DIR/facts
+
+mkdir -p "$logs" build/collections/ansible_collections/nimstack
+ln -sfn ../../../.. build/collections/ansible_collections/nimstack/multinode
+
+# Every play pins the tag the stand-in build printed (the archive holds that tag only).
+play_args=()
+t_start=$SECONDS
+step() { printf '\n== %s (t=%ds)\n' "$*" "$((SECONDS - t_start))"; }
+fail() { echo "test-docker-path.sh: FAILED: $*" >&2; exit 1; }
+
+recap() {
+  awk -v key="$1" '/PLAY RECAP/ {on=1; next}
+    on && / : ok=/ { for (i = 1; i <= NF; i++) if ($i ~ "^" key "=") { split($i, kv, "="); n += kv[2] } }
+    END { print n + 0 }' "$2"
+}
+
+# site.yml (or another playbook given as PLAYBOOK) on the lab with the Docker overlay.
+play() {
+  local log=$1; shift
+  local book=${PLAYBOOK:-playbooks/site.yml}
+  local start=$SECONDS rc=0
+  ansible-playbook -i "$inventory" -i inventories/lab -i inventories/lab-docker \
+    "${play_args[@]}" "$@" "$book" >"$log" 2>&1 || rc=$?
+  echo "   $(basename "$log"): rc=$rc, $((SECONDS - start)) s, changed=$(recap changed "$log")," \
+    "failed=$(recap failed "$log"), unreachable=$(recap unreachable "$log")"
+  return "$rc"
+}
+
+on() { local host=$1; shift; docker exec "$host" "$@"; }
+probe_ready() {
+  on "$leader" python3 -c 'import sys, urllib.request
+try:
+    sys.exit(0 if urllib.request.urlopen("http://127.0.0.1:8000/v1/health/ready", timeout=3).status == 200 else 1)
+except Exception:
+    sys.exit(1)'
+}
+# The role's own smoke test, run on the leader: one completion must cross every rank.
+smoke() { docker exec -i "$leader" python3 - 127.0.0.1 8000 'Say hi' 8 20 <roles/nim_docker/files/nim_smoke.py; }
+nim_containers() { on "$1" sh -c 'command -v docker >/dev/null && docker ps -aq --filter label=nimstack.managed=true || true' | wc -l; }
+
+# A bad input must fail before any host changes: nothing changed and no preparation task ran.
+expect_refused() {
+  local name=$1 pattern=$2; shift 2
+  local log=$logs/bad-$name.log
+  if play "$log" "$@"; then fail "bad input '$name' was accepted"; fi
+  grep -q -- "$pattern" "$log" || { tail -30 "$log"; fail "bad input '$name': no message matching '$pattern'"; }
+  (($(recap changed "$log") == 0)) || fail "bad input '$name' changed a host"
+  ! grep -q 'TASK \[nimstack.multinode.docker' "$log" || fail "bad input '$name' reached host preparation"
+  echo "   refused, naming it: $(grep -o -m1 -- "${pattern}[^\"]*" "$log" | cut -c1-150)"
+}
+
+# The model source sits on the lab's network: it goes first, or the network cannot be removed.
+lab_down() { scripts/lab/model-source.sh down >/dev/null && "$lab" down; }
+trap '[[ -n "${LAB_KEEP:-}" ]] || lab_down >/dev/null 2>&1 || true' EXIT
+
+step "fresh lab, model source and stand-in image archive"
+scripts/lab/ensure-docker.sh
+lab_down
+t=$SECONDS
+"$lab" up 3 >/dev/null
+echo "   lab up 3: $((SECONDS - t)) s"
+t=$SECONDS
+scripts/lab/model-source.sh up >/dev/null
+scripts/lab/model-source.sh reset >/dev/null
+image=$(scripts/lab/build-standin.sh --archive build/standin/nim-standin.tar)
+play_args=(-e "nim_image_tag=${image##*:}")
+mkdir -p "$shared/.images"
+ln -f build/standin/nim-standin.tar "$shared/.images/nim-standin.tar" 2>/dev/null \
+  || cp build/standin/nim-standin.tar "$shared/.images/nim-standin.tar"
+echo "   $image, archive $(du -m build/standin/nim-standin.tar | cut -f1) MiB, model source up: $((SECONDS - t)) s"
+
+step "bad input fails before any host changes"
+expect_refused layout "nim_tensor_parallel=3" -e nim_tensor_parallel=3
+expect_refused ngc-key "nim_ngc_api_key (nim_docker_ngc_api_key) is empty" -e nim_docker_image_archive=
+expect_refused pp "has 3 hosts" -e nim_pipeline_parallel=2
+two=$logs/inv-two-leaders
+mkdir -p "$two/host_vars"
+printf -- '---\nall: {}\n' >"$two/hosts.yml"
+printf -- '---\nnim_node_rank: 0\n' >"$two/host_vars/$leader.yml"
+printf -- '---\nnim_node_rank: 0\n' >"$two/host_vars/${workers[0]}.yml"
+expect_refused two-leaders "exactly one leader" -i "$two"
+
+step "a worker host down before the rollout: the leader is never started"
+docker stop "${workers[1]}" >/dev/null
+if play "$logs/worker-down.log"; then fail "site.yml passed with ${workers[1]} down"; fi
+grep -q "${workers[1]}" "$logs/worker-down.log" || fail "the failure does not name ${workers[1]}"
+(($(nim_containers "$leader") == 0)) || fail "a NIM container exists on the leader $leader"
+echo "   failed naming ${workers[1]}: $(grep -m1 -o "${workers[1]}[^\"]*" "$logs/worker-down.log" | cut -c1-150)"
+echo "   no NIM container on the leader"
+docker start "${workers[1]}" >/dev/null
+deadline=$((SECONDS + boot_timeout))
+until on "${workers[1]}" systemctl is-active --quiet ssh 2>/dev/null; do
+  ((SECONDS < deadline)) || fail "${workers[1]} did not boot within ${boot_timeout}s"
+  sleep 1
+done
+
+step "site.yml with the worker back: ready and smoke test"
+play "$logs/site-1.log" || { tail -60 "$logs/site-1.log"; fail "site.yml (see $logs/site-1.log)"; }
+grep -A14 'Report the smoke test' "$logs/site-1.log" | grep -E 'time_to_first_byte_s|total_s|reply|^ +- ' | sed 's/^ */   /'
+probe_ready || fail "the endpoint is not ready after site.yml"
+downloads=$(scripts/lab/model-source.sh count)
+echo "   model downloads from the source: $downloads"
+((downloads == 1)) || fail "the model was downloaded $downloads times, not once"
+
+step "second run changes nothing"
+play "$logs/site-2.log" || fail "second run (see $logs/site-2.log)"
+changed=$(recap changed "$logs/site-2.log")
+((changed == 0)) || { grep -B3 '^changed:' "$logs/site-2.log" | head -40; fail "second run changed $changed"; }
+downloads=$(scripts/lab/model-source.sh count)
+((downloads == 1)) || fail "the second run downloaded again ($downloads)"
+
+step "the leader reached both workers over SSH"
+leader_log=$(on "$leader" docker logs "$container" 2>&1)
+for w in "${workers[@]}"; do
+  addr=$(docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' "$w")
+  accepted=$(on "$w" docker logs "$container" 2>&1 | grep -c 'Accepted publickey' || true)
+  ((accepted > 0)) || fail "$w: its sshd logged no 'Accepted publickey'"
+  grep -q "$addr" <<<"$leader_log" || fail "the leader's log never names $w ($addr)"
+  echo "   $w ($addr): sshd accepted the deployment key $accepted time(s); leader log: $(grep -m1 "$addr" <<<"$leader_log" | cut -c1-120)"
+done
+
+step "a worker rank killed after the rollout comes back by its restart policy"
+w=${workers[0]}
+before=$(on "$w" docker inspect -f '{{.RestartCount}}' "$container")
+pid=$(on "$w" docker inspect -f '{{.State.Pid}}' "$container")
+on "$w" kill -9 "$pid"
+t=$SECONDS
+deadline=$((SECONDS + recover_timeout))
+# First the endpoint has to notice (the group breaks), then become ready again.
+# Serving again means a completion that crosses every rank, not only a ready leader that has not
+# noticed the loss yet.
+until (($(on "$w" docker inspect -f '{{.RestartCount}}' "$container") > before)) && probe_ready \
+    && smoke >"$logs/recovered.json" 2>&1 && grep -q '3 ranks answered' "$logs/recovered.json"; do
+  ((SECONDS < deadline)) || fail "not serving again within ${recover_timeout}s after killing the rank on $w"
+  sleep 2
+done
+echo "   $w restarted ($(on "$w" docker inspect -f '{{.RestartCount}}' "$container") restarts), the leader" \
+  "$(on "$leader" docker inspect -f '{{.RestartCount}}' "$container") restarts; serving again after $((SECONDS - t)) s:" \
+  "$(cut -c1-160 "$logs/recovered.json")"
+PLAYBOOK=playbooks/deploy_docker.yml play "$logs/after-recovery.log" || fail "deploy after recovery"
+changed=$(recap changed "$logs/after-recovery.log")
+((changed == 0)) || fail "the run after recovery changed $changed"
+
+step "a worker that cannot start: the leader is never started and the error names it"
+# A changed setting restarts the whole group; the worker's engine is down, so its rank cannot start.
+w=${workers[1]}
+on "$w" systemctl stop docker.socket docker.service
+if PLAYBOOK=playbooks/deploy_docker.yml play "$logs/worker-broken.log" -e nim_log_level=DEBUG; then
+  fail "deploy passed with the engine of $w down"
+fi
+grep -q "worker $w failed or is unreachable; the leader is not started" "$logs/worker-broken.log" \
+  || { tail -30 "$logs/worker-broken.log"; fail "the failure does not name the worker $w"; }
+(($(on "$leader" docker ps -q --filter "name=^$container\$" | wc -l) == 0)) || fail "the leader runs although $w is down"
+echo "   failed naming $w: $(grep -m1 -o "worker $w failed[^\"]*" "$logs/worker-broken.log" | cut -c1-120)"
+on "$w" systemctl start docker.service
+PLAYBOOK=playbooks/deploy_docker.yml play "$logs/worker-back.log" -e nim_log_level=DEBUG \
+  || { tail -40 "$logs/worker-back.log"; fail "the re-run with $w back did not converge"; }
+probe_ready || fail "not ready after the re-run with $w back"
+grep -q 'restarting the whole group' "$logs/worker-back.log" || fail "the re-run did not say it restarted the group"
+echo "   re-run with $w back: ready, the group restarted as a whole"
+
+step "teardown leaves nothing behind"
+PLAYBOOK=playbooks/teardown.yml play "$logs/teardown.log" || fail "teardown (see $logs/teardown.log)"
+for h in "$leader" "${workers[@]}"; do
+  n=$(nim_containers "$h")
+  files=$(on "$h" sh -c 'find /etc/nimstack /var/tmp/nimstack-images -mindepth 1 2>/dev/null | wc -l')
+  ((n == 0)) || fail "$h: $n NIM containers left"
+  ((files == 0)) || fail "$h: $(on "$h" find /etc/nimstack -mindepth 1) left"
+  ! on "$h" grep -qs nvcr.io /root/.docker/config.json || fail "$h: a registry login is left"
+done
+echo "   no container, key or file left on any host"
+PLAYBOOK=playbooks/teardown.yml play "$logs/teardown-2.log" || fail "second teardown"
+((($(recap changed "$logs/teardown-2.log")) == 0)) || fail "a second teardown changed something"
+
+trap - EXIT
+if [[ -z "${LAB_KEEP:-}" ]]; then
+  lab_down
+fi
+echo "test-docker-path.sh: passed in $((SECONDS - t_start)) s"
