@@ -191,7 +191,8 @@ on "$w" systemctl start docker.service
 PLAYBOOK=playbooks/deploy_docker.yml play "$logs/worker-back.log" -e nim_log_level=DEBUG \
   || { tail -40 "$logs/worker-back.log"; fail "the re-run with $w back did not converge"; }
 probe_ready || fail "not ready after the re-run with $w back"
-grep -q 'restarting the whole group' "$logs/worker-back.log" || fail "the re-run did not say it restarted the group"
+# The YAML callback folds long messages, at a place that depends on the host names' length.
+tr -s ' \n' '  ' <"$logs/worker-back.log" | grep -q 'restarting the whole group' || fail "the re-run did not say it restarted the group"
 echo "   re-run with $w back: ready, the group restarted as a whole"
 
 step "teardown leaves nothing behind"
