@@ -16,11 +16,8 @@ mkdir -p "$logs"
 sizes=("$@")
 ((${#sizes[@]})) || sizes=(2 4 8)
 
-recap() {
-  awk -v key="$1" '/PLAY RECAP/ {on=1; next}
-    on && / : ok=/ { for (i = 1; i <= NF; i++) if ($i ~ "^" key "=") { split($i, kv, "="); n += kv[2] } }
-    END { print n + 0 }' "$2"
-}
+# shellcheck source=scripts/lib-recap.sh
+source "$repo/scripts/lib-recap.sh"
 
 run_site() {
   local log=$1 n=$2 start=$SECONDS

@@ -43,11 +43,8 @@ t_start=$SECONDS
 step() { printf '\n== %s (t=%ds)\n' "$*" "$((SECONDS - t_start))"; }
 fail() { echo "test-docker-path.sh: FAILED: $*" >&2; exit 1; }
 
-recap() {
-  awk -v key="$1" '/PLAY RECAP/ {on=1; next}
-    on && / : ok=/ { for (i = 1; i <= NF; i++) if ($i ~ "^" key "=") { split($i, kv, "="); n += kv[2] } }
-    END { print n + 0 }' "$2"
-}
+# shellcheck source=scripts/lib-recap.sh
+source "$repo/scripts/lib-recap.sh"
 
 # site.yml (or another playbook given as PLAYBOOK) on the lab with the Docker overlay.
 play() {

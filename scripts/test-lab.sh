@@ -26,12 +26,8 @@ ln -sfn ../../../.. build/collections/ansible_collections/nimstack/multinode
 step() { printf '\n== %s\n' "$*"; }
 fail() { echo "test-lab.sh: FAILED: $*" >&2; exit 1; }
 
-# Sum one counter (changed, failed, unreachable) over the PLAY RECAP of a log.
-recap() {
-  awk -v key="$1" '/PLAY RECAP/ {on=1; next}
-    on && / : ok=/ { for (i = 1; i <= NF; i++) if ($i ~ "^" key "=") { split($i, kv, "="); n += kv[2] } }
-    END { print n + 0 }' "$2"
-}
+# shellcheck source=scripts/lib-recap.sh
+source "$repo/scripts/lib-recap.sh"
 
 playbook() {
   local log=$1; shift
