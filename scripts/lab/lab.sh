@@ -20,15 +20,12 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-prefix=${NIMSTACK_LAB_PREFIX:-nimstack-lab}
-network=${NIMSTACK_LAB_NETWORK:-$prefix}
-subnet=${NIMSTACK_LAB_SUBNET:-172.30.77.0/24}
+# shellcheck source=scripts/lab/lab-network.sh
+source "$here/lab-network.sh"
 shared_path=${NIMSTACK_LAB_SHARED_PATH:-/mnt/nimstack/model-cache}
 state=${NIMSTACK_LAB_DIR:-$repo/build/lab}
 boot_timeout=${NIMSTACK_LAB_BOOT_TIMEOUT:-60}
 max_hosts=200
-net_base=${subnet%.*}
-label=nimstack.lab=$prefix
 
 die() { echo "lab.sh: $*" >&2; exit 1; }
 log() { echo "lab.sh: $*" >&2; }
@@ -39,17 +36,6 @@ host_addr() { echo "$net_base.$((10 + $1))"; }
 # Hosts of this lab, by index, ascending.
 lab_indexes() {
   docker ps -a --filter "label=$label" --format '{{.Label "nimstack.lab.index"}}' | sort -n
-}
-
-ensure_network() {
-  if docker network inspect "$network" >/dev/null 2>&1; then
-    local have
-    have=$(docker network inspect -f '{{range .IPAM.Config}}{{.Subnet}}{{end}}' "$network")
-    [[ "$have" == "$subnet" ]] || die "network $network exists with subnet $have, not $subnet; run 'lab.sh down' first"
-    return
-  fi
-  docker network create --driver bridge --subnet "$subnet" --gateway "$net_base.1" \
-    --label "$label" "$network" >/dev/null
 }
 
 ensure_key() {

@@ -18,13 +18,11 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-prefix=${NIMSTACK_LAB_PREFIX:-nimstack-lab}
-network=${NIMSTACK_LAB_NETWORK:-$prefix}
-subnet=${NIMSTACK_LAB_SUBNET:-172.30.77.0/24}
+# shellcheck source=scripts/lab/lab-network.sh
+source "$here/lab-network.sh"
 rate=${NIMSTACK_MODEL_SOURCE_RATE:-0}
 size_mib=${NIMSTACK_MODEL_SOURCE_SIZE_MIB:-4}
 timeout=${NIMSTACK_MODEL_SOURCE_TIMEOUT:-30}
-net_base=${subnet%.*}
 name=$prefix-model-source
 addr=$net_base.2
 port=8080
@@ -37,17 +35,6 @@ query() {
   docker exec "$name" python3 -c 'import sys, urllib.request
 req = urllib.request.Request("http://127.0.0.1:%s%s" % (sys.argv[1], sys.argv[2]), method=sys.argv[3])
 print(urllib.request.urlopen(req, timeout=5).read().decode())' "$port" "$1" "${2:-GET}"
-}
-
-ensure_network() {
-  if docker network inspect "$network" >/dev/null 2>&1; then
-    local have
-    have=$(docker network inspect -f '{{range .IPAM.Config}}{{.Subnet}}{{end}}' "$network")
-    [[ "$have" == "$subnet" ]] || die "network $network exists with subnet $have, not $subnet"
-    return
-  fi
-  docker network create --driver bridge --subnet "$subnet" --gateway "$net_base.1" \
-    --label "nimstack.lab=$prefix" "$network" >/dev/null
 }
 
 cmd_up() {
