@@ -21,8 +21,9 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.nimstack.multinode.plugins.module_utils.nim_contract import LAUNCH_CONTRACTS
+
 BACKENDS = ('docker', 'lws')
-LAUNCH_CONTRACTS = ('mpi', 'ray', 'leader_address')
 NETWORKS = ('ib', 'roce', 'tcp', 'aws_efa', 'azure_ib', 'gcp_tcpxo', 'oci_rdma')
 LOG_LEVELS = ('DEFAULT', 'TRACE', 'DEBUG', 'INFO', 'WARNING', 'ERROR', 'CRITICAL')
 

@@ -11,6 +11,7 @@ once, and it returns a best-effort plan even when the layout is invalid.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+from ansible_collections.nimstack.multinode.plugins.module_utils.nim_contract import LAUNCH_CONTRACTS
 from ansible_collections.nimstack.multinode.plugins.module_utils.nim_models import (
     BYTES_PER_PARAM,
     INTERCONNECT_GBPS,
@@ -20,7 +21,6 @@ from ansible_collections.nimstack.multinode.plugins.module_utils.nim_models impo
 )
 
 BACKENDS = ('nim', 'lws', 'dynamo')
-LAUNCH_CONTRACTS = ('mpi', 'ray', 'leader_address')
 
 # NIM Operator guidance (FACTS.md 2): 300-600 s under 70B parameters, 3000-6000 s from 70B up.
 LARGE_MODEL_PARAMS_B = 70

@@ -20,10 +20,11 @@ import re
 
 from ansible_collections.nimstack.multinode.plugins.module_utils.inventory_checks import GROUP_NAME_RE, GROUP_NAME_RULE
 from ansible_collections.nimstack.multinode.plugins.module_utils.nim_parallelism import plan_parallelism
+from ansible_collections.nimstack.multinode.plugins.module_utils.nim_contract import (
+    LAUNCH_CONTRACTS, ContractError, resolve_contract)
 from ansible_collections.nimstack.multinode.plugins.module_utils.nim_env import NimEnvError, build_env
 
 DEPLOYMENT_MODES = ('docker', 'kubernetes')
-LAUNCH_CONTRACTS = ('mpi', 'ray', 'leader_address')
 DEFAULT_GROUP = 'default'
 
 # Where the model cache is mounted inside every NIM container (FACTS.md 1: NIM_CACHE_PATH).
@@ -219,13 +220,6 @@ def _normalise(name, settings, errors):
     mode = settings.get('nim_deployment_mode')
     if mode not in DEPLOYMENT_MODES:
         errors.append("group '%s': nim_deployment_mode=%r must be one of %s" % (name, mode, ', '.join(DEPLOYMENT_MODES)))
-    contract = settings.get('nim_launch_contract')
-    if contract == 'auto':
-        errors.append("group '%s': nim_launch_contract=auto is not supported yet: set it to mpi (NIM for LLMs 1.x), "
-                      "ray (NIM for LLMs 2.0 and later) or leader_address (SGLang-based NIMs)" % name)
-    elif contract not in LAUNCH_CONTRACTS:
-        errors.append("group '%s': nim_launch_contract=%r must be one of %s"
-                      % (name, contract, ', '.join(LAUNCH_CONTRACTS)))
     extra = settings.get('nim_extra_env')
     if extra is None:
         settings['nim_extra_env'] = {}
@@ -354,7 +348,15 @@ def _plan_group(name, members, deployment_mode):
         settings['nim_deployment_mode'] = deployment_mode
     _normalise(name, settings, errors)
     mode = settings['nim_deployment_mode']
-    contract = settings['nim_launch_contract']
+    requested = settings['nim_launch_contract']
+    try:
+        contract, contract_reason = resolve_contract(requested, settings['nim_image'], settings['nim_image_tag'],
+                                                     settings['nim_model_profile'], settings['nim_extra_env'])
+    except ContractError as exc:
+        errors.append("group '%s': %s" % (name, exc))
+        contract, contract_reason = requested, None
+    # Every later rule (layout, env, ports, hostfile) reads the decided contract.
+    settings['nim_launch_contract'] = contract
     ranked = _assign_ranks(name, members, errors)
 
     result = {
@@ -364,6 +366,8 @@ def _plan_group(name, members, deployment_mode):
         'warnings': warnings,
         'mode': mode,
         'contract': contract,
+        'contract_requested': requested,
+        'contract_reason': contract_reason,
         'hosts': [m['host'] for m in members],
         'settings': settings,
         'layout': None,

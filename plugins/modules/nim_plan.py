@@ -70,6 +70,10 @@ options:
             C(nim_extra_env), C(nim_k8s_namespace), C(nim_k8s_replicas), C(nim_k8s_autoscaling).
             Anything else is ignored."
           - Required for every group are C(nim_image), C(nim_image_tag) and C(nim_tensor_parallel).
+          - C(nim_launch_contract) is V(mpi) (the default), V(ray), V(leader_address), or V(auto),
+            which decides from the image tag (1.x is V(mpi), 2.x and later V(ray)) and the model
+            profile (an SGLang profile is V(leader_address)); a tag that is no release version
+            is an error under V(auto).
         type: dict
         default: {}
   deployment_mode:
@@ -178,9 +182,19 @@ groups:
       type: str
       sample: docker
     contract:
-      description: The launch contract, V(mpi), V(ray) or V(leader_address).
+      description:
+        - The launch contract the group runs with, V(mpi), V(ray) or V(leader_address); under
+          C(nim_launch_contract=auto) the one decided from the image tag and model profile.
       type: str
       sample: mpi
+    contract_requested:
+      description: The group's C(nim_launch_contract) as set, V(auto) or a contract.
+      type: str
+      sample: auto
+    contract_reason:
+      description: Why the group runs with that contract (null when it could not be decided).
+      type: str
+      sample: image tag 1.8.4 is NIM for LLMs 1.x, which runs multi-node with mpirun over SSH
     hosts:
       description: The inventory hosts of the group, in inventory order.
       type: list

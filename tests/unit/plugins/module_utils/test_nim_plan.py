@@ -154,14 +154,59 @@ def test_autoscaling_with_multinode_is_refused_on_kubernetes():
         "group 'default': nim_k8s_autoscaling=true, nodes=2: a multi-node deployment cannot autoscale")
 
 
-def test_missing_settings_and_auto_contract_are_all_reported():
-    settings = {'nim_tensor_parallel': 8, 'nim_pipeline_parallel': 2, 'nim_launch_contract': 'auto'}
+def test_missing_settings_and_unknown_contract_are_all_reported():
+    settings = {'nim_tensor_parallel': 8, 'nim_pipeline_parallel': 2, 'nim_launch_contract': 'slurm'}
     result = build_plan(_nodes(2, settings))
     assert result['errors'] == [
         "group 'default': nim_image is not set; it is required for every deployment group",
         "group 'default': nim_image_tag is not set; it is required for every deployment group",
-        "group 'default': nim_launch_contract=auto is not supported yet: set it to mpi (NIM for LLMs 1.x), ray "
-        "(NIM for LLMs 2.0 and later) or leader_address (SGLang-based NIMs)"]
+        "group 'default': nim_launch_contract='slurm' must be one of auto, mpi, ray, leader_address"]
+
+
+@pytest.mark.parametrize('tag, profile, contract', [
+    ('1.3.0', None, 'mpi'),
+    ('2.0.1', None, 'ray'),
+    ('1.7.3', 'sglang-h100-fp8-tp8-pp2', 'leader_address'),
+])
+def test_auto_contract_reaches_every_rule_of_the_plan(tag, profile, contract):
+    settings = dict(LLAMA_405B, nim_launch_contract='auto', nim_image_tag=tag, nim_model_profile=profile,
+                    nim_socket_ifname='eth0')
+    result = build_plan(_nodes(2, settings))
+    assert result['valid'] is True, result['errors']
+    group = _group(result)
+    assert (group['contract'], group['contract_requested']) == (contract, 'auto')
+    assert group['settings']['nim_launch_contract'] == contract
+    assert tag in group['contract_reason'] or profile in group['contract_reason']
+    assert bool(group['hostfile']) is (contract == 'mpi')
+    assert set(group['ports']) == {'api', {'mpi': 'ssh', 'ray': 'ray', 'leader_address': 'master'}[contract]}
+
+
+def test_auto_contract_with_an_unreadable_tag_names_the_variable():
+    result = build_plan(_nodes(2, dict(LLAMA_405B, nim_launch_contract='auto', nim_image_tag='latest')))
+    assert result['valid'] is False
+    assert result['errors'] == [
+        "group 'default': nim_launch_contract=auto cannot tell the NIM version from nim_image_tag='latest' (expected "
+        "a release tag such as 1.8.4 or 2.0.1): set nim_launch_contract to mpi (NIM for LLMs 1.x), ray (2.0 and "
+        "later) or leader_address (SGLang-based NIMs)"]
+
+
+def test_explicit_contract_wins_over_a_digest_pinned_image():
+    settings = dict(LLAMA_405B, nim_launch_contract='ray', nim_image_tag='sha256:' + 'a' * 64)
+    group = _group(build_plan(_nodes(2, settings)))
+    assert group['valid'] is True, group['errors']
+    assert (group['contract'], group['contract_reason']) == ('ray', 'nim_launch_contract=ray is set explicitly')
+
+
+def test_tensor_parallel_spans_nodes_under_ray_but_not_under_mpi():
+    # TP 16 / PP 1 on 2 x 8 GPUs (FACTS.md 1a), over a slow interconnect.
+    settings = dict(LLAMA_405B, nim_tensor_parallel=16, nim_pipeline_parallel=1, nim_interconnect='ethernet-100g')
+    ray = build_plan(_nodes(2, dict(settings, nim_launch_contract='ray')))
+    assert ray['valid'] is True, ray['errors']
+    assert any('tensor_parallel' in w or 'nim_tensor_parallel' in w for w in ray['warnings']), ray['warnings']
+    assert _group(ray)['ranks'][1]['env']['NIM_TENSOR_PARALLEL_SIZE'] == '16'
+    mpi = build_plan(_nodes(2, dict(settings, nim_launch_contract='mpi')))
+    assert mpi['valid'] is False
+    assert any('nim_tensor_parallel=16, nim_gpus_per_node=8' in e for e in mpi['errors']), mpi['errors']
 
 
 def test_settings_must_agree_within_a_group():

@@ -1,0 +1,241 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, nimstack maintainers
+# SPDX-License-Identifier: Apache-2.0
+
+"""Can the cluster hold every rank of a deployment group at once? A pure function of the API's lists.
+
+A multi-node group serves only when all of its pods run: one that the scheduler can only half
+place holds GPUs and never starts. Before anything is applied, the node and pod lists (as
+``kubectl get nodes,pods -o json`` or kubernetes.core.k8s_info return them) are read and, for each
+deployment group, the nodes that can take one rank are counted: Ready and schedulable, labels
+matching the group's node selector, every NoSchedule / NoExecute taint tolerated, and enough
+allocatable GPUs left after the requests of the pods already bound there (pods of the group
+itself excepted: a re-run replaces them). With exclusive topology every LWS group must fit inside
+one domain of the topology label, and each domain holds one group.
+
+No Ansible imports: the module nim_k8s_capacity is a thin wrapper.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import re
+
+GPU_RESOURCE = 'nvidia.com/gpu'
+LWS_NAME_LABEL = 'leaderworkerset.sigs.k8s.io/name'
+_BLOCKING_EFFECTS = ('NoSchedule', 'NoExecute')
+_DONE_PHASES = ('Succeeded', 'Failed')
+_SUFFIXES = {'': 1, 'k': 10 ** 3, 'M': 10 ** 6, 'G': 10 ** 9, 'Ki': 2 ** 10, 'Mi': 2 ** 20, 'Gi': 2 ** 30}
+
+
+class CapacityError(ValueError):
+    """Input that is not in the shape the Kubernetes API returns."""
+
+
+def quantity(value):
+    """A device count from a Kubernetes quantity ('8', 8, '1k'); fractions of a device round down."""
+    if value is None:
+        return 0
+    if isinstance(value, bool):
+        raise CapacityError('not a quantity: %r' % (value,))
+    if isinstance(value, (int, float)):
+        return int(value)
+    match = re.match(r'^\s*(\d+(?:\.\d+)?)\s*(m|k|M|G|Ki|Mi|Gi)?\s*$', str(value))
+    if not match:
+        raise CapacityError('not a quantity: %r' % (value,))
+    number, suffix = float(match.group(1)), match.group(2) or ''
+    if suffix == 'm':
+        return int(number / 1000)
+    return int(number * _SUFFIXES[suffix])
+
+
+def _container_gpus(container, resource):
+    resources = container.get('resources') or {}
+    requests = resources.get('requests') or {}
+    limits = resources.get('limits') or {}
+    # Extended resources cannot be overcommitted: a limit alone is also the request.
+    return quantity(requests.get(resource, limits.get(resource)))
+
+
+def pod_gpu_request(pod, resource=GPU_RESOURCE):
+    """GPUs a pod holds on its node: the larger of its containers' sum and its biggest init container."""
+    spec = pod.get('spec') or {}
+    running = sum(_container_gpus(c, resource) for c in spec.get('containers') or [])
+    init = max([_container_gpus(c, resource) for c in spec.get('initContainers') or []] or [0])
+    return max(running, init)
+
+
+def _node_ready(node):
+    for condition in (node.get('status') or {}).get('conditions') or []:
+        if condition.get('type') == 'Ready':
+            return condition.get('status') == 'True'
+    return False
+
+
+def tolerates(toleration, taint):
+    """Kubernetes' rule: key (empty with Exists matches every key), operator/value, effect (empty: all)."""
+    operator = toleration.get('operator') or 'Equal'
+    key = toleration.get('key') or ''
+    if key and key != taint.get('key'):
+        return False
+    if not key and operator != 'Exists':
+        return False
+    effect = toleration.get('effect') or ''
+    if effect and effect != taint.get('effect'):
+        return False
+    if operator == 'Exists':
+        return True
+    return (toleration.get('value') or '') == (taint.get('value') or '')
+
+
+def _taint_text(taint):
+    value = taint.get('value')
+    return '%s%s:%s' % (taint.get('key'), '=' + value if value else '', taint.get('effect'))
+
+
+def gpus_in_use(pods, skip=None, resource=GPU_RESOURCE):
+    """Node name -> GPUs requested by the pods bound to it that still hold them.
+
+    ``skip(pod)`` excepts pods (those of the group being deployed, which a re-run replaces).
+    """
+    used = {}
+    for pod in pods:
+        node = (pod.get('spec') or {}).get('nodeName')
+        phase = (pod.get('status') or {}).get('phase')
+        if not node or phase in _DONE_PHASES:
+            continue
+        if skip is not None and skip(pod):
+            continue
+        used[node] = used.get(node, 0) + pod_gpu_request(pod, resource)
+    return used
+
+
+def assess_nodes(nodes, used, gpus_per_rank, node_selector=None, tolerations=None, resource=GPU_RESOURCE):
+    """Every node with whether it can hold one rank: a list of {name, labels, free, fits, reason}."""
+    node_selector = node_selector or {}
+    tolerations = tolerations or []
+    result = []
+    for node in nodes:
+        metadata = node.get('metadata') or {}
+        spec = node.get('spec') or {}
+        name = metadata.get('name')
+        if not name:
+            raise CapacityError('a node without metadata.name')
+        labels = metadata.get('labels') or {}
+        allocatable = quantity(((node.get('status') or {}).get('allocatable') or {}).get(resource))
+        free = allocatable - used.get(name, 0)
+        reason = None
+        mismatched = sorted(key for key, value in node_selector.items() if labels.get(key) != str(value))
+        blocking = [taint for taint in spec.get('taints') or []
+                    if taint.get('effect') in _BLOCKING_EFFECTS
+                    and not any(tolerates(toleration, taint) for toleration in tolerations)]
+        if spec.get('unschedulable'):
+            reason = 'cordoned'
+        elif not _node_ready(node):
+            reason = 'not Ready'
+        elif mismatched:
+            reason = 'node selector %s does not match' % ', '.join(
+                '%s=%s' % (key, node_selector[key]) for key in mismatched)
+        elif blocking:
+            reason = 'taint %s not tolerated' % ', '.join(_taint_text(taint) for taint in blocking)
+        elif free < gpus_per_rank:
+            reason = '%d of %d %s free' % (max(free, 0), allocatable, resource)
+        result.append({'name': name, 'labels': labels, 'free': free, 'fits': reason is None, 'reason': reason})
+    return sorted(result, key=lambda item: item['name'])
+
+
+def _group_pod(group):
+    namespace, name = group.get('namespace'), group.get('object_name')
+
+    def is_own(pod):
+        metadata = pod.get('metadata') or {}
+        return (bool(name) and metadata.get('namespace') == namespace
+                and (metadata.get('labels') or {}).get(LWS_NAME_LABEL) == name)
+    return is_own
+
+
+def check_group(group, nodes, pods, resource=GPU_RESOURCE):
+    """One deployment group against the cluster: a dict with the counts and ``errors`` (strings).
+
+    ``group``: name, size (pods per LWS group), replicas (LWS groups), gpus_per_rank, and optional
+    node_selector, tolerations, topology_key (LWS exclusive topology), namespace and object_name
+    (whose running pods are not counted as used).
+    """
+    name = group['name']
+    size = int(group['size'])
+    replicas = int(group.get('replicas') or 1)
+    per_rank = int(group['gpus_per_rank'])
+    topology_key = group.get('topology_key') or ''
+    used = gpus_in_use(pods, skip=_group_pod(group), resource=resource)
+    assessed = assess_nodes(nodes, used, per_rank, group.get('node_selector'), group.get('tolerations'), resource)
+    fitting = [node for node in assessed if node['fits']]
+    report = {'group': name, 'needed_nodes': size * replicas, 'qualifying_nodes': len(fitting),
+              'nodes': dict((node['name'], node['reason'] or 'fits') for node in assessed), 'errors': []}
+    need = '%d node(s) with %d free %s each (%d rank(s) x %d LWS group(s))' % (
+        size * replicas, per_rank, resource, size, replicas)
+    excluded = '; '.join('%s: %s' % (node['name'], node['reason']) for node in assessed if not node['fits'])
+    found_tail = ' (excluded: %s)' % excluded if excluded else ''
+
+    if not topology_key:
+        if len(fitting) < size * replicas:
+            report['errors'].append(
+                "group '%s' cannot be placed: it needs %s, but %d of %d node(s) qualify%s" % (
+                    name, need, len(fitting), len(assessed), found_tail))
+        return report
+
+    domains = {}
+    unlabelled = []
+    for node in fitting:
+        domain = node['labels'].get(topology_key)
+        if domain is None:
+            unlabelled.append(node['name'])
+        else:
+            domains[domain] = domains.get(domain, 0) + 1
+    for node in assessed:
+        if not node['fits'] and topology_key in node['labels']:
+            domains.setdefault(node['labels'][topology_key], 0)
+    report['domains'] = domains
+    full = sorted(domain for domain, count in domains.items() if count >= size)
+    report['qualifying_domains'] = full
+    if len(full) < replicas:
+        per_domain = ', '.join('%s=%s: %d' % (topology_key, domain, count) for domain, count in sorted(domains.items()))
+        report['errors'].append(
+            "group '%s' cannot be placed with nim_k8s_exclusive_topology=%s: each of its %d LWS group(s) "
+            "needs %d node(s) with %d free %s inside one %s domain, but %d domain(s) have that; qualifying "
+            "nodes per domain: %s%s%s" % (
+                name, topology_key, replicas, size, per_rank, resource, topology_key, len(full),
+                per_domain or 'no node carries the label',
+                '; qualifying but without the label: %s' % ', '.join(unlabelled) if unlabelled else '',
+                found_tail))
+    return report
+
+
+def check_capacity(groups, nodes, pods, resource=GPU_RESOURCE):
+    """Every group, independently: ({group name: report}, [every error])."""
+    if not isinstance(nodes, list) or not isinstance(pods, list):
+        raise CapacityError('nodes and pods must be lists of objects (the items of a Kubernetes list)')
+    reports = {}
+    errors = []
+    for group in groups:
+        report = check_group(group, nodes, pods, resource)
+        reports[group['name']] = report
+        errors.extend(report['errors'])
+    return reports, errors
+
+
+def items(document, kind=None):
+    """The objects of a ``kubectl get -o json`` answer (a List's items, or a list as is) of one kind.
+
+    ``kubectl get nodes,pods -o json`` answers one List holding both kinds; objects without a
+    kind (as some callers strip it) are kept.
+    """
+    if isinstance(document, dict):
+        found = list(document.get('items') or []) if 'items' in document else [document]
+    elif isinstance(document, list):
+        found = document
+    else:
+        raise CapacityError('expected a Kubernetes List or a list of objects, got %s' % type(document).__name__)
+    for obj in found:
+        if not isinstance(obj, dict):
+            raise CapacityError('expected Kubernetes objects, got %s' % type(obj).__name__)
+    return [obj for obj in found if kind is None or obj.get('kind') in (None, kind)]

@@ -1,0 +1,76 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, nimstack maintainers
+# SPDX-License-Identifier: Apache-2.0
+"""Which launch contract a NIM image speaks (FACTS.md 1a), decided once per deployment group.
+
+    mpi             NIM for LLMs 1.x: mpirun over SSH, hostfile, per-deployment key
+    ray             NIM for LLMs 2.0 and later: nim-serve-ray head and workers, no SSH
+    leader_address  SGLang-based NIMs: every node starts with the leader's address and its rank
+
+nim_launch_contract: auto reads the image tag and the model profile; an explicit value always
+wins. A tag that says nothing about the NIM version (latest, a digest, a site's own tag) is an
+error that names the variable: guessing would start the image the wrong way, and a multi-node
+group started the wrong way fails only after its model has loaded.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import re
+
+LAUNCH_CONTRACTS = ('mpi', 'ray', 'leader_address')
+AUTO = 'auto'
+CONTRACT_CHOICES = (AUTO,) + LAUNCH_CONTRACTS
+
+# A NIM release tag: 1.8.4, 1.10, 2.0.1, v2.0.0, 1.7.3-rtx, 2.0.0-rc1.
+_VERSION_TAG = re.compile(r'^v?(?P<major>\d+)\.(?P<minor>\d+)(?:\.(?P<patch>\d+))?(?:[-+._][0-9A-Za-z.+_-]*)?$')
+# NIM model profiles name their engine: sglang-h100-bf16-tp8-pp2, tensorrt_llm-..., vllm-...
+_SGLANG_PROFILE = re.compile(r'(^|[^a-z])sglang([^a-z]|$)', re.IGNORECASE)
+# The first NIM for LLMs release that runs multi-node on Ray (FACTS.md 1a).
+RAY_FROM_MAJOR = 2
+
+
+class ContractError(Exception):
+    """The contract cannot be decided; str() says which variable to set."""
+
+
+def _is_digest(image, tag):
+    return '@' in (image or '') or str(tag or '').startswith('sha256:')
+
+
+def resolve_contract(requested, image=None, tag=None, profile=None, extra_env=None):
+    """Return (contract, reason) for a deployment group.
+
+    requested: the group's nim_launch_contract (auto, mpi, ray or leader_address).
+    image, tag: nim_image and nim_image_tag. profile: nim_model_profile. extra_env:
+    nim_extra_env (NIM_USE_SGLANG=1 there marks an SGLang image as the profile does).
+    Raises ContractError when requested is unknown or auto cannot decide.
+    """
+    if requested in LAUNCH_CONTRACTS:
+        return requested, 'nim_launch_contract=%s is set explicitly' % requested
+    if requested != AUTO:
+        raise ContractError('nim_launch_contract=%r must be one of %s' % (requested, ', '.join(CONTRACT_CHOICES)))
+
+    use_sglang = str((extra_env or {}).get('NIM_USE_SGLANG', '')).strip() == '1'
+    if profile and _SGLANG_PROFILE.search(str(profile)):
+        return 'leader_address', ("nim_model_profile '%s' is an SGLang profile: SGLang-based NIMs start every node "
+                                  "with the leader's address and its rank" % profile)
+    if use_sglang:
+        return 'leader_address', ("nim_extra_env sets NIM_USE_SGLANG=1: SGLang-based NIMs start every node with the "
+                                  "leader's address and its rank")
+    if _is_digest(image, tag):
+        raise ContractError("nim_launch_contract=auto cannot read the NIM version from the digest-pinned image %s%s: "
+                            "set nim_launch_contract to mpi (NIM for LLMs 1.x), ray (2.0 and later) or "
+                            "leader_address (SGLang-based NIMs)"
+                            % (image or '', '@' + str(tag) if tag and '@' not in (image or '') else ''))
+    match = _VERSION_TAG.match(str(tag or '').strip())
+    if not match:
+        raise ContractError("nim_launch_contract=auto cannot tell the NIM version from nim_image_tag=%r (expected a "
+                            "release tag such as 1.8.4 or 2.0.1): set nim_launch_contract to mpi (NIM for LLMs 1.x), "
+                            "ray (2.0 and later) or leader_address (SGLang-based NIMs)" % (tag,))
+    major = int(match.group('major'))
+    if major >= RAY_FROM_MAJOR:
+        return 'ray', ('image tag %s is NIM for LLMs %d.x, which runs multi-node on Ray (nim-serve-ray head and '
+                       'workers, no SSH)' % (tag, major))
+    return 'mpi', ('image tag %s is NIM for LLMs %d.x, which runs multi-node with mpirun over SSH (hostfile, '
+                   'per-deployment key)' % (tag, major))
