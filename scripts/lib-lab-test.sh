@@ -1,0 +1,94 @@
+# shellcheck shell=bash
+# Sourced by the end-to-end tests on a 3-host lab (test-docker-path.sh, test-contracts.sh): the
+# lab's names, a bounded readiness probe, the role's own smoke test and site.yml with the lab's
+# inventories. The caller sets repo, cds there, and defines nothing else first.
+# The names below are the callers' to use.
+# shellcheck disable=SC2034
+: "${repo:?set repo to the checkout before sourcing lib-lab-test.sh}"
+# shellcheck source=scripts/lib-recap.sh
+source "$repo/scripts/lib-recap.sh"
+
+lab=scripts/lab/lab.sh
+prefix=${NIMSTACK_LAB_PREFIX:-nimstack-lab}
+export NIMSTACK_LAB_DIR=${NIMSTACK_LAB_DIR:-$repo/build/lab}
+inventory=$NIMSTACK_LAB_DIR/inventory.yml
+shared=$NIMSTACK_LAB_DIR/shared
+leader=$prefix-1
+workers=("$prefix-2" "$prefix-3")
+container=nim-default
+boot_timeout=${LAB_TEST_BOOT_TIMEOUT:-90}
+export ANSIBLE_CONFIG=$repo/ansible.cfg ANSIBLE_NOCOLOR=1 NO_COLOR=1
+export ANSIBLE_CACHE_PLUGIN_CONNECTION=$NIMSTACK_LAB_DIR/facts
+mkdir -p build/collections/ansible_collections/nimstack
+ln -sfn ../../../.. build/collections/ansible_collections/nimstack/multinode
+
+# Every play pins the tag the stand-in build printed (the archive holds that tag only).
+play_args=()
+t_start=$SECONDS
+step() { printf '\n== %s (t=%ds)\n' "$*" "$((SECONDS - t_start))"; }
+fail() { echo "$(basename "$0"): FAILED: $*" >&2; exit 1; }
+
+# site.yml (or another playbook given as PLAYBOOK) on the lab with the Docker overlay.
+play() {
+  local log=$1; shift
+  local book=${PLAYBOOK:-playbooks/site.yml}
+  local start=$SECONDS rc=0
+  ansible-playbook -i "$inventory" -i inventories/lab -i inventories/lab-docker \
+    "${play_args[@]}" "$@" "$book" >"$log" 2>&1 || rc=$?
+  echo "   $(basename "$log"): rc=$rc, $((SECONDS - start)) s, changed=$(recap changed "$log")," \
+    "failed=$(recap failed "$log"), unreachable=$(recap unreachable "$log")"
+  return "$rc"
+}
+
+# play, and stop with the log's tail when it fails.
+play_ok() {
+  local log=$1
+  play "$@" || { tail -40 "$log"; fail "$(basename "$log") failed (see $log)"; }
+}
+
+# The YAML callback folds long messages at places that depend on the names' lengths.
+log_says() { tr -s ' \n' '  ' <"$1" | grep -q -- "$2"; }
+
+on() { local host=$1; shift; docker exec "$host" "$@"; }
+probe_ready() {
+  on "$leader" python3 -c 'import sys, urllib.request
+try:
+    sys.exit(0 if urllib.request.urlopen("http://127.0.0.1:8000/v1/health/ready", timeout=3).status == 200 else 1)
+except Exception:
+    sys.exit(1)'
+}
+# The role's own smoke test, run on the leader: one completion must cross every rank.
+smoke() { docker exec -i "$leader" python3 - 127.0.0.1 8000 'Say hi' 8 20 <roles/nim_docker/files/nim_smoke.py; }
+nim_containers() { on "$1" sh -c 'command -v docker >/dev/null && docker ps -aq --filter label=nimstack.managed=true || true' | wc -l; }
+lab_addr() { docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' "$1"; }
+
+# The model source sits on the lab's network: it goes first, or the network cannot be removed.
+lab_down() { scripts/lab/model-source.sh down >/dev/null && "$lab" down; }
+
+# A fresh lab of 3 hosts, the model source (its download counter reset) and the stand-in image
+# as an archive on the shared path; sets play_args to pin the image's tag.
+lab_fresh() {
+  scripts/lab/ensure-docker.sh
+  lab_down
+  local t=$SECONDS
+  "$lab" up 3 >/dev/null
+  echo "   lab up 3: $((SECONDS - t)) s"
+  t=$SECONDS
+  scripts/lab/model-source.sh up >/dev/null
+  scripts/lab/model-source.sh reset >/dev/null
+  local image
+  image=$(scripts/lab/build-standin.sh --archive build/standin/nim-standin.tar)
+  play_args=(-e "nim_image_tag=${image##*:}")
+  mkdir -p "$shared/.images"
+  ln -f build/standin/nim-standin.tar "$shared/.images/nim-standin.tar" 2>/dev/null \
+    || cp build/standin/nim-standin.tar "$shared/.images/nim-standin.tar"
+  echo "   $image, archive $(du -m build/standin/nim-standin.tar | cut -f1) MiB, model source up: $((SECONDS - t)) s"
+}
+
+# Kill a rank's main process (not `docker kill`: Docker's restart policy then brings it back, as
+# after a crash).
+kill_rank() {
+  local host=$1 pid
+  pid=$(on "$host" docker inspect -f '{{.State.Pid}}' "$container")
+  on "$host" kill -9 "$pid"
+}

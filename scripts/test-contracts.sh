@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# The three launch contracts on one 3-host lab (TP 1, PP 3), changing only nim_launch_contract,
+# with the stand-in image that speaks each for real (docs/lab-standin.md):
+#   1. auto on an image tag that is no release version is refused before any host changes;
+#   2. ray on a fresh lab: serving, every worker in the leader's log, no SSH mesh or hostfile,
+#      a re-run changes nothing, a worker killed after the rollout: the next run restarts the
+#      group as a whole, says so, and it serves again;
+#   3. the same under leader_address, switched to from the running ray group;
+#   4. switched to mpi (the mesh and hostfile appear), then back to ray: no key, hostfile or
+#      container of the old contract is left.
+# test-docker-path.sh covers mpi in depth (bad input, a worker down, recovery, teardown).
+# Every wait is bounded; timings are printed.
+#
+#   scripts/test-contracts.sh               the whole test
+#   LAB_KEEP=1 scripts/test-contracts.sh    leave the lab up for a look
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+logs=build/contracts-test
+mkdir -p "$logs"
+# shellcheck source=scripts/lib-lab-test.sh
+source "$repo/scripts/lib-lab-test.sh"
+
+# The group serves: ready, and one completion answered by all three ranks.
+serves() {
+  probe_ready || return 1
+  smoke >"$1" 2>&1 && grep -q '3 ranks answered' "$1"
+}
+
+# No SSH mesh on any host, no hostfile on the leader.
+no_mpi_leftovers() {
+  local h
+  for h in "$leader" "${workers[@]}"; do
+    ! on "$h" test -e /etc/nimstack/mesh || fail "$h: /etc/nimstack/mesh is left under $1"
+  done
+  ! on "$leader" test -e /etc/nimstack/nim/default/hostfile || fail "the leader keeps a hostfile under $1"
+}
+
+# The leader's log names every worker's address (each joined and took part).
+workers_in_leader_log() {
+  local w addr leader_log
+  leader_log=$(on "$leader" docker logs "$container" 2>&1)
+  for w in "${workers[@]}"; do
+    addr=$(lab_addr "$w")
+    grep -q "$addr" <<<"$leader_log" || { tail -20 <<<"$leader_log"; fail "the leader's log never names $w ($addr) under $1"; }
+    echo "   $w ($addr): $(grep -m1 "$addr" <<<"$leader_log" | cut -c1-140)"
+  done
+}
+
+# Deploy under one contract, check it serves as that contract, re-run, then kill a worker and
+# let the next run recover the group.
+contract_round() {
+  local contract=$1 expect_cmd=$2 w=${workers[0]}
+  step "$contract: site.yml (switching from what runs)"
+  play_ok "$logs/site-$contract.log" -e "nim_launch_contract=$contract"
+  log_says "$logs/site-$contract.log" "launch contract $contract: nim_launch_contract=$contract is set explicitly" \
+    || fail "site.yml did not report the contract decision"
+  serves "$logs/smoke-$contract.json" || { cat "$logs/smoke-$contract.json"; fail "not serving under $contract"; }
+  echo "   $(cut -c1-170 "$logs/smoke-$contract.json")"
+  on "$leader" docker inspect -f '{{json .Config.Cmd}}' "$container" | grep -q -- "$expect_cmd" \
+    || fail "the leader's command is not $expect_cmd under $contract"
+  workers_in_leader_log "$contract"
+  no_mpi_leftovers "$contract"
+
+  step "$contract: a re-run changes nothing"
+  play_ok "$logs/site-$contract-2.log" -e "nim_launch_contract=$contract"
+  local changed
+  changed=$(recap changed "$logs/site-$contract-2.log")
+  ((changed == 0)) || { grep -B3 '^changed:' "$logs/site-$contract-2.log" | head -30; fail "the re-run under $contract changed $changed"; }
+
+  step "$contract: a worker killed after the rollout; the next run recovers the group"
+  local t=$SECONDS
+  kill_rank "$w"
+  PLAYBOOK=playbooks/deploy_docker.yml play_ok "$logs/recover-$contract.log" -e "nim_launch_contract=$contract"
+  log_says "$logs/recover-$contract.log" "restarting the whole group ($contract contract.* ranks not current: .*$w (" \
+    || fail "the recovering run under $contract did not say it restarted the group naming $w"
+  serves "$logs/recovered-$contract.json" || fail "not serving after the recovering run under $contract"
+  echo "   serving again $((SECONDS - t)) s after the kill; the run said:" \
+    "$(tr -s ' \n' '  ' <"$logs/recover-$contract.log" | grep -o "restarting the whole group[^\"]*" | head -1 | cut -c1-220)"
+}
+
+trap '[[ -n "${LAB_KEEP:-}" ]] || lab_down >/dev/null 2>&1 || true' EXIT
+
+step "fresh lab, model source and stand-in image archive"
+lab_fresh
+
+step "auto with a tag that is no NIM release is refused before any host changes"
+if play "$logs/auto-refused.log" -e nim_launch_contract=auto; then fail "auto accepted the stand-in's tag"; fi
+log_says "$logs/auto-refused.log" "nim_launch_contract=auto cannot tell the NIM version from nim_image_tag=" \
+  || { tail -20 "$logs/auto-refused.log"; fail "the refusal does not name nim_launch_contract"; }
+(($(recap changed "$logs/auto-refused.log") == 0)) || fail "the refused run changed a host"
+
+contract_round ray '"nim-serve-ray","--head"'
+contract_round leader_address '"/opt/nim/start_server.sh"'
+
+step "switch to mpi: the SSH mesh and the hostfile appear"
+play_ok "$logs/site-mpi.log" -e nim_launch_contract=mpi
+serves "$logs/smoke-mpi.json" || fail "not serving under mpi"
+on "$leader" test -s /etc/nimstack/nim/default/hostfile || fail "no hostfile on the leader under mpi"
+for h in "$leader" "${workers[@]}"; do
+  on "$h" test -s /etc/nimstack/mesh/default/authorized_keys || fail "$h: no SSH mesh under mpi"
+done
+echo "   $(cut -c1-170 "$logs/smoke-mpi.json")"
+
+step "back to ray: nothing of mpi is left"
+play_ok "$logs/site-ray-again.log" -e nim_launch_contract=ray
+serves "$logs/smoke-ray-again.json" || fail "not serving after switching back to ray"
+no_mpi_leftovers "ray after mpi"
+log_says "$logs/site-ray-again.log" "gets no SSH mesh" || fail "site.yml did not say the ray group gets no SSH mesh"
+for h in "$leader" "${workers[@]}"; do
+  n=$(nim_containers "$h")
+  ((n == 1)) || fail "$h: $n NIM containers, not 1, after the switch"
+done
+echo "   one container per host, no mesh, no hostfile"
+
+trap - EXIT
+[[ -n "${LAB_KEEP:-}" ]] || lab_down
+echo "test-contracts.sh: passed in $((SECONDS - t_start)) s"
