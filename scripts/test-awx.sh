@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# The playbooks run the way AWX / Automation Controller runs them: ansible-runner on a private
+# data dir that holds what AWX writes for a job (inventory, survey answers as env/extravars, the
+# custom credential's env in env/envvars, the project checkout), against a lab of its own:
+#   1. the "site" job template's survey answers pass AWX's survey rules (tests/awx/awx_survey.py
+#      on playbooks/awx/vars/surveys.yml) and become env/extravars;
+#   2. the NGC credential injects NGC_API_KEY as env only (a fake key, new on every run), and the
+#      inventory maps it to nim_ngc_api_key with the same env lookup as inventories/example;
+#   3. site.yml through ansible-runner converges to a ready, smoke-tested endpoint, and the key
+#      reached the nodes (root-only env file, the containers' env);
+#   4. the key appears nowhere under the private data dir (job events, stdout, fact cache, ...)
+#      except the two files ansible-runner keeps its own environment in: env/envvars and the
+#      "env" object of artifacts/<job>/command;
+#   5. the "teardown" job template refuses without its confirmation and tears down with it.
+# Every wait is bounded; timings are printed.
+#
+#   scripts/test-awx.sh               the whole test, on lab nimstack-awx (172.30.81.0/24)
+#   LAB_KEEP=1 scripts/test-awx.sh    leave the lab and the private data dir for a look
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+export NIMSTACK_LAB_PREFIX=${NIMSTACK_LAB_PREFIX:-nimstack-awx}
+export NIMSTACK_LAB_SUBNET=${NIMSTACK_LAB_SUBNET:-172.30.81.0/24}
+export NIMSTACK_LAB_DIR=${NIMSTACK_LAB_DIR:-$repo/build/lab-awx}
+lab=scripts/lab/lab.sh
+work=$repo/build/awx-test
+pdd=$work/pdd
+archive=$repo/build/standin-awx/nim-standin.tar
+leader=$NIMSTACK_LAB_PREFIX-1
+container=nim-default
+job_timeout=${AWX_TEST_JOB_TIMEOUT:-900}
+export PATH=$repo/.venv/bin:$PATH ANSIBLE_NOCOLOR=1 NO_COLOR=1
+# AWX runs ansible-playbook in the project directory with no ANSIBLE_CONFIG: the project's own
+# ansible.cfg applies, as it does here.
+unset ANSIBLE_CONFIG ANSIBLE_CACHE_PLUGIN_CONNECTION
+
+t_start=$SECONDS
+step() { printf '\n== %s (t=%ds)\n' "$*" "$((SECONDS - t_start))"; }
+fail() { echo "test-awx.sh: FAILED: $*" >&2; exit 1; }
+on() { local host=$1; shift; docker exec "$host" "$@"; }
+
+lab_down() { scripts/lab/model-source.sh down >/dev/null && "$lab" down; }
+trap '[[ -n "${LAB_KEEP:-}" ]] || lab_down >/dev/null 2>&1 || true' EXIT
+
+# A job as AWX launches it: ansible-runner on the private data dir, one ident per job.
+job() {
+  local ident=$1 playbook=$2 start=$SECONDS rc=0
+  ansible-runner run "$pdd" --ident "$ident" -p "$playbook" >"$work/$ident.log" 2>&1 || rc=$?
+  echo "   job $ident ($playbook): rc=$rc, status=$(cat "$pdd/artifacts/$ident/status" 2>/dev/null)," \
+    "$((SECONDS - start)) s, $(find "$pdd/artifacts/$ident/job_events" -name '*.json' | wc -l) job events"
+  return "$rc"
+}
+
+# env/extravars from the survey's answers, checked by AWX's rules, plus the variables AWX adds.
+survey_answers() {
+  local survey=$1; shift
+  python3 tests/awx/awx_survey.py playbooks/awx/vars/surveys.yml "$survey" "$@" >"$work/answers.json" \
+    || fail "the survey $survey refused the answers $*"
+  python3 - "$work/answers.json" "$pdd/env/extravars" "$survey" <<'EOF'
+import json, sys
+answers = json.load(open(sys.argv[1]))
+answers.update({'awx_job_id': 1, 'awx_job_template_name': sys.argv[3], 'awx_user_name': 'admin'})
+json.dump(answers, open(sys.argv[2], 'w'), indent=2, sort_keys=True)
+EOF
+}
+
+step "fresh lab $NIMSTACK_LAB_PREFIX ($NIMSTACK_LAB_SUBNET), model source and stand-in image archive"
+scripts/lab/ensure-docker.sh
+lab_down >/dev/null 2>&1 || true
+t=$SECONDS
+"$lab" up 3 >/dev/null
+scripts/lab/model-source.sh up >/dev/null
+scripts/lab/model-source.sh reset >/dev/null
+image=$(scripts/lab/build-standin.sh --archive "$archive")
+mkdir -p "$NIMSTACK_LAB_DIR/shared/.images"
+ln -f "$archive" "$NIMSTACK_LAB_DIR/shared/.images/nim-standin.tar" 2>/dev/null \
+  || cp "$archive" "$NIMSTACK_LAB_DIR/shared/.images/nim-standin.tar"
+echo "   lab up, $image shipped as an archive: $((SECONDS - t)) s"
+
+step "private data dir as AWX writes it"
+rm -rf "$work"
+mkdir -p "$pdd/env" "$pdd/inventory/group_vars/nim_nodes"
+cp "$NIMSTACK_LAB_DIR/inventory.yml" "$pdd/inventory/hosts.yml"
+cp inventories/lab/group_vars/nim_nodes.yml "$pdd/inventory/group_vars/nim_nodes/10-lab.yml"
+cp inventories/lab-docker/group_vars/nim_nodes.yml "$pdd/inventory/group_vars/nim_nodes/20-lab-docker.yml"
+# The same mapping from the credential's env to nim_ngc_api_key that inventories/example ships.
+mapping=$(grep '^nim_ngc_api_key:' inventories/example/group_vars/nim_nodes.yml) \
+  || fail "inventories/example no longer maps NGC_API_KEY to nim_ngc_api_key"
+grep -q "lookup('ansible.builtin.env', 'NGC_API_KEY')" <<<"$mapping" || fail "unexpected mapping: $mapping"
+printf -- '---\n%s\n' "$mapping" >"$pdd/inventory/group_vars/nim_nodes/30-credential.yml"
+ln -s "$repo" "$pdd/project"
+key="nvapi-awxtest-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
+( umask 077; printf '{"NGC_API_KEY": "%s"}\n' "$key" >"$pdd/env/envvars" )
+printf '{"job_timeout": %d, "idle_timeout": 600}\n' "$job_timeout" >"$pdd/env/settings"
+survey_answers nimstack_awx_survey_deployment "nim_image_tag=${image##*:}" nim_launch_contract=mpi \
+  nim_network_profile=tcp nim_log_level=INFO
+echo "   extravars: $(tr -d '\n ' <"$pdd/env/extravars")"
+echo "   envvars: NGC_API_KEY=nvapi-awxtest-<$((${#key} - 14)) hex characters, new on every run>"
+
+step "the site job template: site.yml through ansible-runner"
+job site playbooks/site.yml || { tail -60 "$work/site.log"; fail "site.yml through ansible-runner (see $work/site.log)"; }
+[[ "$(cat "$pdd/artifacts/site/status")" == successful ]] || fail "ansible-runner status is not successful"
+# The smoke test's report, read from the job events as AWX reads a job's results.
+python3 - "$pdd/artifacts/site/job_events" <<'EOF' || fail "no smoke test report with all 3 ranks in the job events"
+import glob, json, sys
+events = [json.load(open(f)) for f in glob.glob(sys.argv[1] + '/*.json')]
+reports = [e['event_data']['res']['msg'] for e in events if e.get('event') == 'runner_on_ok'
+           and e['event_data'].get('task', '').startswith('Report the smoke test')]
+assert reports and all('3 ranks answered' in r['reply'] for r in reports), reports
+for r in reports:
+    print('   %s: %s (time to first byte %s s)' % (r['endpoint'], r['reply'][:90], r['time_to_first_byte_s']))
+EOF
+on "$leader" python3 -c 'import urllib.request
+assert urllib.request.urlopen("http://127.0.0.1:8000/v1/health/ready", timeout=5).status == 200' \
+  || fail "the endpoint on $leader is not ready"
+echo "   $leader: /v1/health/ready answers 200"
+
+step "the credential's key reached the nodes, and only where it belongs"
+for h in "$leader" "$NIMSTACK_LAB_PREFIX-2" "$NIMSTACK_LAB_PREFIX-3"; do
+  envfile=$(on "$h" find /etc/nimstack -name ngc.env) || true
+  [[ -n "$envfile" ]] || fail "$h: no NGC env file: the credential's key did not reach the node"
+  [[ "$(on "$h" stat -c '%a %U' "$envfile")" == "600 root" ]] || fail "$h: $envfile is not root-only 0600"
+  on "$h" grep -qxF "NGC_API_KEY=$key" "$envfile" || fail "$h: $envfile does not hold the credential's key"
+  [[ "$(on "$h" docker exec "$container" printenv NGC_API_KEY)" == "$key" ]] \
+    || fail "$h: the container $container does not have the credential's key in its env"
+  ! on "$h" docker inspect -f '{{.Config.Cmd}} {{.Args}}' "$container" | grep -qF "$key" \
+    || fail "$h: the key is on the container's command line"
+done
+echo "   every node: $envfile (0600 root) and the container's env hold the key; no command line does"
+
+step "the key appears nowhere in the job's private data dir but runner's own env records"
+events=$(find "$pdd/artifacts/site/job_events" -name '*.json' | wc -l)
+((events > 100)) || fail "only $events job events: the grep below would prove nothing"
+[[ -s "$pdd/artifacts/site/stdout" && -d "$pdd/artifacts/site/fact_cache" ]] || fail "no stdout or fact cache to search"
+# grep -r does not follow the project symlink: the search covers what the job wrote.
+mapfile -t holders < <(grep -rlF -- "$key" "$pdd" "$NIMSTACK_LAB_DIR" "$work" | sed "s|^$repo/||" | sort -u)
+expected=("build/awx-test/pdd/artifacts/site/command" "build/awx-test/pdd/env/envvars")
+[[ "${holders[*]}" == "${expected[*]}" ]] || fail "the key is in: ${holders[*]} (expected only ${expected[*]})"
+python3 - "$pdd/artifacts/site/command" "$key" <<'EOF' || fail "artifacts/site/command holds the key outside its env record"
+import json, sys
+record = json.load(open(sys.argv[1]))
+assert record['env'].get('NGC_API_KEY') == sys.argv[2]
+del record['env']
+assert sys.argv[2] not in json.dumps(record)
+EOF
+for f in "${expected[@]}"; do
+  [[ "$(stat -c '%a' "$repo/$f")" == 600 ]] || fail "$f is not 0600"
+done
+echo "   searched $(find "$pdd" "$NIMSTACK_LAB_DIR" -type f | wc -l) files ($events job events, stdout, fact cache," \
+  "lab state): the key is only in ${expected[*]##*/pdd/} (both 0600; command holds it in its env record only)"
+
+step "the teardown job template: refused without confirmation, then done with it"
+if python3 tests/awx/awx_survey.py playbooks/awx/vars/surveys.yml nimstack_awx_survey_teardown \
+    nimstack_awx_teardown_confirm=yes >/dev/null 2>&1; then
+  fail "the teardown survey accepted a confirmation of the wrong length"
+fi
+python3 -c 'import json, sys; json.dump({"nimstack_awx_teardown_confirm": "teardonw"}, open(sys.argv[1], "w"))' \
+  "$pdd/env/extravars"
+if job teardown-refused playbooks/awx/teardown.yml; then fail "teardown ran with a wrong confirmation"; fi
+grep -q 'type teardown in the survey' "$work/teardown-refused.log" || fail "the refusal does not say what to type"
+(($(on "$leader" docker ps -q --filter "name=^$container\$" | wc -l) == 1)) || fail "a refused teardown stopped the leader"
+survey_answers nimstack_awx_survey_teardown nimstack_awx_teardown_confirm=teardown
+job teardown playbooks/awx/teardown.yml || { tail -40 "$work/teardown.log"; fail "teardown through ansible-runner"; }
+for h in "$leader" "$NIMSTACK_LAB_PREFIX-2" "$NIMSTACK_LAB_PREFIX-3"; do
+  (($(on "$h" docker ps -aq --filter label=nimstack.managed=true | wc -l) == 0)) || fail "$h: NIM containers left"
+  ! on "$h" find /etc/nimstack -name ngc.env | grep -q . || fail "$h: the NGC env file is left"
+done
+echo "   no NIM container and no NGC env file left on any host"
+
+trap - EXIT
+if [[ -z "${LAB_KEEP:-}" ]]; then
+  lab_down >/dev/null
+fi
+echo "test-awx.sh: passed in $((SECONDS - t_start)) s"
