@@ -9,9 +9,9 @@ COLLECTION_LINK := build/collections/ansible_collections/nimstack/multinode
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: test deps link lint units k8s build-check sanity molecule lab-test standin-test docker-path-test lab lab-down clean
+.PHONY: test deps link lint units k8s build-check sanity molecule lab-test standin-test docker-path-test docs-check awx-test lab lab-down clean
 
-test: deps lint units k8s build-check sanity molecule lab-test standin-test docker-path-test
+test: deps lint units k8s build-check sanity docs-check molecule lab-test standin-test docker-path-test awx-test
 
 deps: $(VENV)/.deps-stamp link
 
@@ -57,6 +57,21 @@ standin-test: deps
 # input, a worker down before and killed after the rollout, teardown.
 docker-path-test: deps
 	scripts/test-docker-path.sh
+
+# docs/variables.md is generated from the roles' argument_specs: fail when it is stale (regenerate
+# with `scripts/docs-reference.py -o docs/variables.md`), and when ansible-doc cannot read a role.
+docs-check: deps
+	tmp=$$(mktemp); trap 'rm -f "$$tmp"' EXIT; \
+	$(PY) scripts/docs-reference.py -o "$$tmp"; \
+	diff -u docs/variables.md "$$tmp" || { echo "docs/variables.md is stale: run scripts/docs-reference.py -o docs/variables.md" >&2; exit 1; }
+	for role in roles/*/; do \
+	  ansible-doc -t role "nimstack.multinode.$$(basename "$$role")" >/dev/null || exit 1; \
+	done
+
+# site.yml the way AWX runs it: ansible-runner on a private data dir with survey answers as extra
+# vars and the NGC credential as env, on a lab of its own; the key must not leak into the job.
+awx-test: deps
+	scripts/test-awx.sh
 
 # The main job: site.yml on a 3-host lab to a serving endpoint (scripts/lab/rollout.sh).
 lab: deps
