@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Build the lab's stand-in NIM image (scripts/lab/standin, launch contract mpi) from the lab's
-# host image, cached by recipe: the tag is a hash of the base image reference and every file of
-# the recipe, so only a changed recipe builds anew. Tags nimstack-lab/nim-standin:<hash> and
-# :latest and prints the <hash> reference.
+# Build the lab's stand-in NIM image (scripts/lab/standin: launch contracts mpi, ray and
+# leader_address) from the lab's host image, cached by recipe: the tag is a hash of the base image
+# reference and every file of the recipe, so only a changed recipe builds anew. Tags
+# nimstack-lab/nim-standin:<hash> and :latest and prints the <hash> reference. pip in the build
+# reaches PyPI with this machine's CA bundle (NIMSTACK_CA_BUNDLE, default Debian's).
 #
 #   scripts/lab/build-standin.sh [--archive PATH]
 #
@@ -27,14 +28,21 @@ while (($#)); do
 done
 
 base=$("$here/build-image.sh")
-hash=$( (echo "$base"; for f in "$here"/standin/*; do echo "== ${f##*/}"; cat "$f"; done) \
+hash=$( (echo "$base"; for f in "$here"/standin/*; do [[ -f "$f" ]] || continue; echo "== ${f##*/}"; cat "$f"; done) \
   | sha256sum | cut -c1-12)
 image="$repo:$hash"
 
 if ! docker image inspect "$image" >/dev/null 2>&1; then
   work=$(mktemp -d /var/tmp/nimstack-standin-XXXXXX)
   trap 'rm -rf "$work"' EXIT
-  docker build -q -t "$image" --build-arg "BASE=$base" -f "$here/standin/Dockerfile" "$here/standin" \
+  # The build context: the recipe plus this machine's CA bundle, which pip in the build needs to
+  # reach the package index (not part of the recipe hash: it only opens the way).
+  mkdir "$work/context"
+  find "$here/standin" -maxdepth 1 -type f -exec cp -p {} "$work/context/" \;
+  ca=${NIMSTACK_CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}
+  [[ -r "$ca" ]] || die "no CA bundle at $ca for pip in the build (set NIMSTACK_CA_BUNDLE)"
+  cp "$ca" "$work/context/pip-ca.crt"
+  docker build -q -t "$image" --build-arg "BASE=$base" -f "$work/context/Dockerfile" "$work/context" \
     >"$work/build.log" 2>&1 || { tail -n 40 "$work/build.log" >&2; exit 1; }
 fi
 docker tag "$image" "$repo:latest"

@@ -1,106 +1,55 @@
-"""The lab stand-in's OpenAI server: one process per MPI rank, started by start-mpi-cluster.sh.
+"""The lab stand-in's OpenAI server, the same for the three launch contracts.
 
-Rank 0 serves HTTP on NIM_HTTP_API_PORT. Every chat completion crosses the whole group through
-MPI collectives (a barrier, a broadcast of the request, a gather of each rank's part and an
-allreduce of the partial sums), so a dead or hung rank really breaks the endpoint. A collective
-that does not finish within NIM_STANDIN_COLLECTIVE_TIMEOUT seconds fails the request and aborts
-the MPI job: mpirun exits, the leader container with it, and its restart policy restarts it, as
-the group of a real multi-node NIM has to be restarted as a whole.
+Every rank runs this; rank 0 serves HTTP on NIM_HTTP_API_PORT. How the ranks find each other and
+how a request reaches every rank is the group transport's business (--transport):
+
+  mpi             group_mpi: one process per MPI rank under mpirun (start-mpi-cluster.sh);
+                  barriers, broadcasts and gathers
+  ray             group_ray: rank 0 is a Ray driver on the head (nim-serve-ray --head); one Ray
+                  task pinned to every node per operation
+  leader_address  group_tcp: a rendezvous on MASTER_ADDR:MASTER_PORT (start_server.sh); every
+                  operation crosses each worker's connection
+
+Whatever the transport, rank 0 waits (bounded) until the whole group joined, makes the model cache
+complete (download-to-cache), has every rank load its slice of the weights, turns ready, and then
+sends every completion to every rank and a heartbeat when idle. An operation that does not come
+back from every rank within NIM_STANDIN_COLLECTIVE_TIMEOUT seconds breaks the group: rank 0 turns
+unready and ends the group with a non-zero exit, so the launcher restarts it as a whole, as the
+group of a real multi-node NIM has to be restarted.
 """
 
-import hashlib
+import argparse
 import json
 import os
 import queue
 import subprocess
-import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from mpi4py import MPI
+import node
+from node import GroupBroken, log
 
-COMM = MPI.COMM_WORLD
-RANK = COMM.Get_rank()
-SIZE = COMM.Get_size()
-HOST = MPI.Get_processor_name()
-
-CACHE_PATH = os.environ.get('NIM_CACHE_PATH', '/model-store')
-MODEL_DIR = os.path.join(CACHE_PATH, 'nimstack-standin')
 PORT = int(os.environ.get('NIM_HTTP_API_PORT') or os.environ.get('NIM_SERVER_PORT') or '8000')
-JSONL = os.environ.get('NIM_JSONL_LOGGING') == '1'
-START_TIMEOUT = float(os.environ.get('CLUSTER_START_TIMEOUT') or '300')
+START_TIMEOUT = float(os.environ.get('CLUSTER_START_TIMEOUT') or os.environ.get('NIM_STANDIN_START_TIMEOUT') or '300')
 COLLECTIVE_TIMEOUT = float(os.environ.get('NIM_STANDIN_COLLECTIVE_TIMEOUT') or '15')
 HEARTBEAT = float(os.environ.get('NIM_STANDIN_HEARTBEAT_S') or '5')
 DOWNLOAD_TIMEOUT = float(os.environ.get('NIM_STANDIN_DOWNLOAD_TIMEOUT') or '600')
-# How long a worker waits for the leader's download to show up in its view of the shared cache
-# (NFS caches attributes for a few seconds).
-CACHE_VISIBLE_TIMEOUT = 30.0
-# Test() drives progress; sleeping between calls keeps idle ranks off the CPU (a blocking
-# collective spins).
-POLL_S = 0.02
-# How long MPI_Abort gets to end the job before mpirun is told to terminate forcibly.
-ABORT_GRACE_S = 10
-
-
-def log(message, level='INFO'):
-    if JSONL:
-        line = json.dumps({'level': level, 'rank': RANK, 'host': HOST, 'message': message})
-    else:
-        line = '%s [standin rank %d on %s] %s: %s' % (time.strftime('%H:%M:%S'), RANK, HOST, level, message)
-    print(line, flush=True)
-
-
-class GroupBroken(Exception):
-    """A collective did not complete in time: some rank is gone or hung."""
-
-
-def arm_abort_watchdog():
-    """Make sure the job ends even when mpirun cannot reach a frozen rank's daemon.
-
-    MPI_Abort asks mpirun to kill every daemon and waits for them; a daemon that is alive but
-    frozen never answers, and mpirun (the container's main process) would wait forever. A second
-    SIGINT makes mpirun terminate at once. The watchdog runs in its own session so the job's
-    teardown does not take it along, and is only armed when rank 0 is mpirun's own child.
-    """
-    parent = os.getppid()
-    try:
-        with open('/proc/%d/comm' % parent) as handle:
-            name = handle.read().strip()
-    except OSError:
-        return
-    if name not in ('mpirun', 'mpiexec', 'orterun'):
-        return
-    subprocess.Popen(['/bin/sh', '-c', 'sleep "$1"; kill -INT "$2" && sleep 1 && kill -INT "$2"',
-                      'abort-watchdog', str(ABORT_GRACE_S), str(parent)],
-                     start_new_session=True, stdin=subprocess.DEVNULL, close_fds=True)
-
-
-def abort_group(reason, code=1):
-    """Rank 0: end the whole MPI job, so the leader container exits and is restarted."""
-    log('%s; aborting the MPI job' % reason, 'ERROR')
-    arm_abort_watchdog()
-    COMM.Abort(code)
-
-
-def sync(timeout):
-    """Barrier of all ranks, polled; GroupBroken at the deadline (None: wait for rank 0 forever)."""
-    request = COMM.Ibarrier()
-    deadline = None if timeout is None else time.monotonic() + timeout
-    while not request.Test():
-        if deadline is not None and time.monotonic() > deadline:
-            raise GroupBroken('not every rank reached the barrier within %.0f s' % timeout)
-        time.sleep(POLL_S)
+# How far past its own bound a group operation may run before the watchdog ends the group.
+WATCHDOG_GRACE_S = 10
 
 
 class State(object):
     def __init__(self):
         self.lock = threading.Lock()
+        self.group = None
         self.ready = False
         self.broken = None
         self.model = None
         self.ranks = []
         self.counts = {'ok': 0, 'error': 0}
+        # (operation, deadline) of the group operation in progress, for the watchdog.
+        self.op = None
         self.requests = queue.Queue()
 
 
@@ -128,9 +77,24 @@ def error_body(message, kind, code):
     return {'error': {'message': message, 'type': kind, 'code': code}}
 
 
+def prompt_of(path, body):
+    """The request's prompt text; ValueError/KeyError/TypeError when the body is not valid."""
+    if path == '/v1/chat/completions':
+        messages = body['messages']
+        if not isinstance(messages, list) or not messages:
+            raise ValueError('messages must be a non-empty list')
+        return ' '.join(str(m.get('content', '')) for m in messages if isinstance(m, dict))
+    prompt = body['prompt']
+    if isinstance(prompt, list):
+        prompt = ' '.join(str(p) for p in prompt)
+    if not isinstance(prompt, str):
+        raise TypeError('prompt must be a string or a list of strings')
+    return prompt
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = 'HTTP/1.1'
-    server_version = 'nimstack-standin/1'
+    server_version = 'nimstack-standin/2'
 
     def log_message(self, fmt, *args):
         if not self.path.startswith('/v1/health'):
@@ -163,10 +127,10 @@ class Handler(BaseHTTPRequestHandler):
             '# HELP nim_standin_ready 1 when the model is loaded and every rank joined.',
             '# TYPE nim_standin_ready gauge',
             'nim_standin_ready %d' % (1 if STATE.ready and not STATE.broken else 0),
-            '# HELP nim_standin_ranks MPI ranks in the group.',
+            '# HELP nim_standin_ranks Ranks in the group.',
             '# TYPE nim_standin_ranks gauge',
-            'nim_standin_ranks %d' % SIZE,
-            '# HELP nim_standin_requests_total Chat completions answered, by outcome.',
+            'nim_standin_ranks %d' % STATE.group.size,
+            '# HELP nim_standin_requests_total Completions answered, by outcome.',
             '# TYPE nim_standin_requests_total counter',
         ]
         with STATE.lock:
@@ -187,7 +151,7 @@ class Handler(BaseHTTPRequestHandler):
         path = self.path.split('?', 1)[0]
         length = int(self.headers.get('Content-Length') or 0)
         raw = self.rfile.read(length) if length else b''
-        if path != '/v1/chat/completions':
+        if path not in ('/v1/chat/completions', '/v1/completions'):
             send_json(self, 404, error_body('no route %s' % path, 'NotFound', 404))
             return
         if not STATE.ready or STATE.broken:
@@ -196,10 +160,8 @@ class Handler(BaseHTTPRequestHandler):
             return
         try:
             body = json.loads(raw.decode('utf-8') or '{}')
-            messages = body['messages']
-            if not isinstance(messages, list) or not messages:
-                raise ValueError('messages must be a non-empty list')
-        except (ValueError, KeyError, TypeError) as exc:
+            prompt = prompt_of(path, body)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
             self.count('error')
             send_json(self, 400, error_body('invalid request: %s' % exc, 'BadRequestError', 400))
             return
@@ -208,24 +170,49 @@ class Handler(BaseHTTPRequestHandler):
             self.count('error')
             send_json(self, 404, error_body('The model `%s` does not exist.' % model, 'NotFoundError', 404))
             return
-        prompt = ' '.join(str(m.get('content', '')) for m in messages if isinstance(m, dict))
         job = Job({'prompt': prompt, 'max_tokens': body.get('max_tokens')})
         STATE.requests.put(job)
-        if not job.done.wait(COLLECTIVE_TIMEOUT + HEARTBEAT + 5):
-            # The main thread is stuck inside a collective: a rank died between the barrier and
-            # the gather. Answer, then end this rank so that mpirun aborts the whole job.
-            STATE.broken = 'a collective did not complete within %.0f s' % COLLECTIVE_TIMEOUT
+        if not job.done.wait(COLLECTIVE_TIMEOUT + HEARTBEAT + WATCHDOG_GRACE_S + 5):
+            # The main thread is stuck and even the watchdog did not end the group: answer, then
+            # end it from here.
+            STATE.broken = 'a group operation did not complete within %.0f s' % COLLECTIVE_TIMEOUT
             self.count('error')
-            send_json(self, 504, error_body('the MPI group did not answer: %s; aborting the group' % STATE.broken,
+            send_json(self, 504, error_body('the group did not answer: %s; ending the group' % STATE.broken,
                                             'GatewayTimeout', 504))
-            threading.Timer(0.5, abort_group, (STATE.broken, 70)).start()
+            threading.Timer(0.5, STATE.group.abort, (STATE.broken, 70)).start()
             return
         if job.error:
             self.count('error')
             send_json(self, 503, error_body(job.error, 'ServiceUnavailable', 503))
             return
         self.count('ok')
-        send_json(self, 200, job.result)
+        send_json(self, 200, answer(path, job.payload, job.result))
+
+
+def answer(path, payload, parts):
+    total = sum(p['partial'] for p in parts)
+    content = 'nimstack stand-in: %d ranks answered: %s; checksum %d (%s)' % (
+        len(parts), ', '.join('%s (rank %d)' % (p['host'], p['rank']) for p in parts), total,
+        STATE.group.contract)
+    prompt_tokens = len(payload['prompt'].split())
+    completion_tokens = len(content.split())
+    now = time.time()
+    if path == '/v1/chat/completions':
+        kind, choice = 'chat.completion', {'index': 0, 'message': {'role': 'assistant', 'content': content},
+                                           'logprobs': None, 'finish_reason': 'stop'}
+    else:
+        kind, choice = 'text_completion', {'index': 0, 'text': content, 'logprobs': None, 'finish_reason': 'stop'}
+    return {
+        'id': '%s-standin-%d' % ('chatcmpl' if kind == 'chat.completion' else 'cmpl', int(now * 1000)),
+        'object': kind,
+        'created': int(now),
+        'model': STATE.model['served_name'],
+        'choices': [choice],
+        'usage': {'prompt_tokens': prompt_tokens, 'completion_tokens': completion_tokens,
+                  'total_tokens': prompt_tokens + completion_tokens},
+        'nimstack_standin': {'contract': STATE.group.contract, 'ranks': parts,
+                             'hosts': [p['host'] for p in parts], 'checksum': total},
+    }
 
 
 def ensure_model():
@@ -243,144 +230,119 @@ def ensure_model():
     return True
 
 
-def load_slice():
-    """Every rank: read its pipeline stage's slice of the weights from its view of the cache."""
-    deadline = time.monotonic() + CACHE_VISIBLE_TIMEOUT
+def run(group, op, payload=None, timeout=None):
+    """One group operation from rank 0's main thread, watched by the operation watchdog."""
+    timeout = COLLECTIVE_TIMEOUT if timeout is None else timeout
+    STATE.op = (op, time.monotonic() + timeout + WATCHDOG_GRACE_S)
+    try:
+        results = group.call(op, payload, timeout) if op != 'heartbeat' else group.heartbeat()
+    finally:
+        STATE.op = None
+    return results
+
+
+def watchdog(group):
+    """End the group when an operation outlives its bound (a transport stuck where it cannot
+    bound the wait itself, e.g. an MPI gather after a rank died past the barrier)."""
     while True:
-        try:
-            with open(os.path.join(MODEL_DIR, 'manifest.json'), 'rb') as handle:
-                raw = handle.read()
-            manifest = json.loads(raw.decode('utf-8'))
-            weights = os.path.join(MODEL_DIR, manifest['files'][0]['name'])
-            total = os.path.getsize(weights)
-            if total != manifest['files'][0]['size']:
-                raise ValueError('%s has %d bytes, the manifest says %d' % (weights, total, manifest['files'][0]['size']))
-            begin, end = total * RANK // SIZE, total * (RANK + 1) // SIZE
-            with open(weights, 'rb') as handle:
-                handle.seek(begin)
-                data = handle.read(end - begin)
-            return {'rank': RANK, 'host': HOST, 'manifest_sha256': hashlib.sha256(raw).hexdigest(),
-                    'name': manifest.get('name'), 'slice': [begin, end], 'partial': sum(data) % (1 << 32),
-                    'error': None}
-        except (OSError, ValueError, KeyError, IndexError) as exc:
-            if time.monotonic() > deadline:
-                return {'rank': RANK, 'host': HOST, 'error': 'cannot read the model in %s: %s' % (MODEL_DIR, exc)}
-            time.sleep(1)
+        time.sleep(1)
+        current = STATE.op
+        if current is not None and time.monotonic() > current[1]:
+            STATE.broken = 'the group operation %s did not complete within its bound' % current[0]
+            group.abort(STATE.broken, 70)
 
 
-def startup():
-    """All ranks: join, get the model into the cache, load it. Returns this rank's slice info."""
-    # Join: workers wait for rank 0 as long as it lives; rank 0 bounds the wait.
-    sync(START_TIMEOUT if RANK == 0 else None)
-    joined = COMM.gather({'rank': RANK, 'host': HOST, 'pid': os.getpid(),
-                          'node_rank': os.environ.get('NIM_NODE_RANK')}, root=0)
-    if RANK == 0:
-        for info in joined:
-            log('rank %d joined from host %s (pid %d)' % (info['rank'], info['host'], info['pid']))
-        log('all %d ranks joined: %s' % (SIZE, ', '.join(i['host'] for i in joined)))
-        have_model = ensure_model()
-        sync(COLLECTIVE_TIMEOUT)
-    else:
-        have_model = None
-        sync(None)
-    if not COMM.bcast(have_model, root=0):
-        if RANK == 0:
-            log('the model is not in the cache; ending the group', 'ERROR')
-        sys.exit(1)
-    mine = load_slice()
-    loaded = COMM.gather(mine, root=0)
-    if RANK == 0:
-        failed = [i for i in loaded if i['error']]
-        shas = set(i.get('manifest_sha256') for i in loaded)
-        if failed or len(shas) != 1:
-            for info in failed:
-                log('rank %d on %s: %s' % (info['rank'], info['host'], info['error']), 'ERROR')
-            abort_group('ranks failed to load the model' if failed
-                        else 'ranks see different manifests in their caches (is the cache shared?)')
-        for info in loaded:
-            log('rank %d on %s loaded bytes %d-%d of the weights' % (info['rank'], info['host'], info['slice'][0],
-                                                                     info['slice'][1]))
-        STATE.ranks = [i['host'] for i in loaded]
-        STATE.model = {'name': mine['name'], 'created': int(time.time()),
-                       'served_name': os.environ.get('NIM_SERVED_MODEL_NAME') or mine['name']}
-    return mine
+def start_up(group):
+    """Rank 0: the whole group joins, the cache is complete, every rank loads its slice."""
+    joined = group.join()
+    log('all %d ranks joined: %s' % (group.size, ', '.join(i['host'] for i in joined)))
+    if not ensure_model():
+        group.abort('the model is not in the cache')
+    # Loading waits for the cache to show the leader's download on every rank.
+    loaded = run(group, 'load', timeout=COLLECTIVE_TIMEOUT + node.CACHE_VISIBLE_TIMEOUT)
+    failed = [i for i in loaded if i['error']]
+    if failed:
+        for info in failed:
+            log('rank %d on %s: %s' % (info['rank'], info['host'], info['error']), 'ERROR')
+        group.abort('ranks failed to load the model')
+    if len(set(i['manifest_sha256'] for i in loaded)) != 1:
+        group.abort('ranks see different manifests in their caches (is the cache shared?)')
+    for info in loaded:
+        log('rank %d on %s loaded bytes %d-%d of the weights' % (info['rank'], info['host'], info['slice'][0],
+                                                                 info['slice'][1]))
+    STATE.ranks = [i['host'] for i in loaded]
+    STATE.model = {'name': loaded[0]['name'], 'created': int(time.time()),
+                   'served_name': os.environ.get('NIM_SERVED_MODEL_NAME') or loaded[0]['name']}
 
 
-def contribute(mine, payload):
-    words = len(payload['prompt'].split())
-    return {'rank': RANK, 'host': HOST, 'partial': (mine['partial'] + words * (RANK + 1)) % (1 << 32)}
-
-
-def answer(payload, parts, total):
-    hosts = [p['host'] for p in parts]
-    content = 'nimstack stand-in: %d ranks answered: %s; allreduce checksum %d' % (
-        len(parts), ', '.join('%s (rank %d)' % (p['host'], p['rank']) for p in parts), total)
-    prompt_tokens = len(payload['prompt'].split())
-    completion_tokens = len(content.split())
-    return {
-        'id': 'chatcmpl-standin-%d' % int(time.time() * 1000),
-        'object': 'chat.completion',
-        'created': int(time.time()),
-        'model': STATE.model['served_name'],
-        'choices': [{'index': 0, 'message': {'role': 'assistant', 'content': content},
-                     'logprobs': None, 'finish_reason': 'stop'}],
-        'usage': {'prompt_tokens': prompt_tokens, 'completion_tokens': completion_tokens,
-                  'total_tokens': prompt_tokens + completion_tokens},
-        'nimstack_standin': {'ranks': parts, 'hosts': hosts, 'allreduce': total},
-    }
-
-
-def serve_leader(mine):
+def lead(group):
+    """Rank 0's main thread: every group operation runs here, one at a time."""
+    threading.Thread(target=watchdog, args=(group,), name='watchdog', daemon=True).start()
+    try:
+        start_up(group)
+    except GroupBroken as exc:
+        STATE.broken = str(exc)
+        group.abort('the group did not form: %s' % exc)
+    STATE.ready = True
+    log('ready: model %s served by %d ranks on %s' % (STATE.model['served_name'], group.size, ', '.join(STATE.ranks)))
+    served = 0
     while True:
         try:
             job = STATE.requests.get(timeout=HEARTBEAT)
         except queue.Empty:
             job = None
         try:
-            # Heartbeats too: a rank that hangs breaks the group within a bound, not at the next request.
-            sync(COLLECTIVE_TIMEOUT)
+            if job is None:
+                # Heartbeats: a rank that dies or hangs breaks the group within a bound, not at
+                # the next request.
+                run(group, 'heartbeat')
+                continue
+            parts = run(group, 'complete', job.payload)
+            failed = [p for p in parts if p.get('error')]
+            if failed:
+                raise GroupBroken('; '.join('rank %d on %s failed: %s' % (p['rank'], p['host'], p['error'])
+                                            for p in failed))
         except GroupBroken as exc:
             STATE.broken = str(exc)
             if job is not None:
-                job.error = 'the MPI group is broken: %s' % exc
+                job.error = 'the group is broken: %s' % exc
                 job.done.set()
                 time.sleep(0.5)
-            abort_group(str(exc))
-        payload = COMM.bcast(job.payload if job else None, root=0)
-        if payload is None:
-            continue
-        part = contribute(mine, payload)
-        parts = COMM.gather(part, root=0)
-        total = COMM.allreduce(part['partial'], op=MPI.SUM)
-        job.result = answer(payload, parts, total)
+            group.abort(str(exc))
+        served += 1
+        log('completion %d: ranks %s took part' % (served, ', '.join('%d (%s)' % (p['rank'], p['host'])
+                                                                     for p in parts)))
+        job.result = parts
         job.done.set()
 
 
-def serve_worker(mine):
-    while True:
-        sync(None)
-        payload = COMM.bcast(None, root=0)
-        if payload is None:
-            continue
-        part = contribute(mine, payload)
-        COMM.gather(part, root=0)
-        COMM.allreduce(part['partial'], op=MPI.SUM)
+def make_group(contract, args):
+    if contract == 'mpi':
+        import group_mpi
+        return group_mpi.MpiGroup(COLLECTIVE_TIMEOUT, START_TIMEOUT)
+    if contract == 'ray':
+        import group_ray
+        return group_ray.RayGroup(COLLECTIVE_TIMEOUT, START_TIMEOUT, args.ray_address)
+    import group_tcp
+    return group_tcp.TcpGroup(COLLECTIVE_TIMEOUT, START_TIMEOUT)
 
 
 def main():
-    log('rank %d of %d starting (NIM_NODE_RANK=%s)' % (RANK, SIZE, os.environ.get('NIM_NODE_RANK')))
-    if RANK == 0:
-        server = ThreadingHTTPServer(('0.0.0.0', PORT), Handler)
-        server.daemon_threads = True
-        threading.Thread(target=server.serve_forever, name='http', daemon=True).start()
-        log('listening on 0.0.0.0:%d' % PORT)
-    mine = startup()
-    if RANK == 0:
-        STATE.ready = True
-        log('ready: model %s served by %d ranks on %s' % (STATE.model['served_name'], SIZE, ', '.join(STATE.ranks)))
-        serve_leader(mine)
-    else:
-        serve_worker(mine)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--transport', choices=('mpi', 'ray', 'leader_address'), default='mpi')
+    parser.add_argument('--ray-address', help='HOST:PORT of the Ray head (ray)')
+    args = parser.parse_args()
+    group = make_group(args.transport, args)
+    STATE.group = group
+    log('rank %d of %d starting (launch contract %s, NIM_NODE_RANK=%s)' % (
+        group.rank, group.size, args.transport, os.environ.get('NIM_NODE_RANK')))
+    if group.rank != 0:
+        raise SystemExit(group.serve_worker())
+    server = ThreadingHTTPServer(('0.0.0.0', PORT), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, name='http', daemon=True).start()
+    log('listening on 0.0.0.0:%d' % PORT)
+    lead(group)
 
 
 if __name__ == '__main__':
