@@ -39,7 +39,7 @@ done
 
 prefix=${NIMSTACK_STANDIN_TEST_PREFIX:-nimstack-standin-test}
 subnet=${NIMSTACK_STANDIN_TEST_SUBNET:-172.30.78.0/24}
-ready_timeout=${NIMSTACK_STANDIN_READY_TIMEOUT:-120}
+ready_timeout=${NIMSTACK_STANDIN_READY_TIMEOUT:-180}
 fail_timeout=${NIMSTACK_STANDIN_FAIL_TIMEOUT:-60}
 rate=${NIMSTACK_STANDIN_TEST_RATE:-1048576}
 net_base=${subnet%.*}
@@ -144,7 +144,9 @@ options = {
     'leader_address': dict(leader_address=leader_addr, socket_ifname='eth0'),
 }[contract]
 for rank, name in enumerate([leader] + workers):
-    result = nim_env.build_env(node_rank=rank, tensor_parallel=1, pipeline_parallel=3, mpi_start_timeout=60,
+    # Ray gets longer to form: three Ray nodes start on a machine of 2 cores.
+    result = nim_env.build_env(node_rank=rank, tensor_parallel=1, pipeline_parallel=3,
+                               mpi_start_timeout=150 if contract == 'ray' else 60,
                                launch_contract=contract, **options)
     assert result['role'] == ('leader' if rank == 0 else 'worker'), result['role']
     with open('%s/%s.env' % (out, name), 'w') as handle:

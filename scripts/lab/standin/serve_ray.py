@@ -4,7 +4,8 @@
     nim-serve-ray --head-address HOST:PORT      every other rank: join the head as a Ray node
 
 The head execs the stand-in's server (--transport ray), which waits for every rank's node,
-downloads the model and serves the OpenAI API. A worker runs `ray start --block` and ends,
+downloads the model and serves the OpenAI API. A worker waits until the head's port and the
+leader's API port (NIM_HTTP_API_PORT) answer, runs `ray start --block` and ends,
 non-zero, when its Ray processes end or when the head stops answering on its port for
 NIM_STANDIN_HEAD_LOST_S seconds (default 10).
 
@@ -33,6 +34,7 @@ OBJECT_STORE_BYTES = os.environ.get('NIM_STANDIN_RAY_OBJECT_STORE_BYTES') or str
 HEAD_LOST_S = float(os.environ.get('NIM_STANDIN_HEAD_LOST_S') or '10')
 JOIN_TIMEOUT = float(os.environ.get('CLUSTER_START_TIMEOUT') or os.environ.get('NIM_STANDIN_START_TIMEOUT') or '300')
 PROBE_S = 2.0
+API_PORT = int(os.environ.get('NIM_HTTP_API_PORT') or os.environ.get('NIM_SERVER_PORT') or '8000')
 
 
 def node_ip(target):
@@ -63,58 +65,42 @@ def common_args(ip):
             '--object-store-memory', OBJECT_STORE_BYTES, '--disable-usage-stats']
 
 
+def stop_ray():
+    subprocess.run([RAY, 'stop', '--force'], check=False, timeout=60, stdin=subprocess.DEVNULL,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def head(port):
     # The head has no head to route to: the default route's interface.
     ip = node_ip(os.environ.get('NIM_LEADER_IP_ADDRESS') or '192.0.2.1')
     command = [RAY, 'start', '--head', '--port', str(port), '--include-dashboard', 'false'] + common_args(ip)
-    log('starting the Ray head on %s:%d (%s)' % (ip, port, ' '.join(command[1:])))
-    started = subprocess.run(command, check=False, stdin=subprocess.DEVNULL)
-    if started.returncode != 0:
-        log('ray start --head exited with %d' % started.returncode, 'ERROR')
-        return 1
+    deadline = time.monotonic() + JOIN_TIMEOUT
+    while True:
+        log('starting the Ray head on %s:%d (%s)' % (ip, port, ' '.join(command[1:])))
+        code = subprocess.run(command, check=False, stdin=subprocess.DEVNULL).returncode
+        if code == 0:
+            break
+        # Ray gives a node 30 s to register; a busy machine can miss that. Start afresh.
+        if time.monotonic() > deadline:
+            log('ray start --head exited with %d; giving up after %.0f s' % (code, JOIN_TIMEOUT), 'ERROR')
+            return 1
+        log('ray start --head exited with %d; trying again' % code, 'WARNING')
+        stop_ray()
+        time.sleep(PROBE_S)
     sys.stdout.flush()
     os.execv(sys.executable, [sys.executable, '-u', SERVER, '--transport', 'ray',
                               '--ray-address', '%s:%d' % (ip, port)])
     return 1
 
 
-def worker(address):
-    host, _sep, port = address.rpartition(':')
-    if not host or not port.isdigit():
-        log('--head-address must be HOST:PORT, not %r' % address, 'ERROR')
-        return 2
-    port = int(port)
-    deadline = time.monotonic() + JOIN_TIMEOUT
-    while not reachable(host, port):
-        if time.monotonic() > deadline:
-            log('the Ray head at %s:%d did not answer within %.0f s' % (host, port, JOIN_TIMEOUT), 'ERROR')
-            return 1
-        time.sleep(PROBE_S)
-    ip = node_ip(host)
-    command = [RAY, 'start', '--address', '%s:%d' % (host, port), '--block'] + common_args(ip)
-    log('joining the Ray head at %s:%d from %s (rank %d)' % (host, port, ip, node.IDENTITY['rank']))
-    child = subprocess.Popen(command, stdin=subprocess.DEVNULL)
-
-    def stop(signum, _frame):
-        log('signal %d: stopping Ray' % signum)
-        child.terminate()
-        try:
-            child.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            child.kill()
-        raise SystemExit(0)
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
+def supervise(child, host, port):
+    """Wait for `ray start --block`: its exit status, or None once the head is gone."""
     lost_since = None
     while True:
         try:
-            code = child.wait(timeout=PROBE_S)
+            return child.wait(timeout=PROBE_S)
         except subprocess.TimeoutExpired:
-            code = None
-        if code is not None:
-            log('ray start --block ended with %d' % code, 'ERROR' if code else 'INFO')
-            return code or 1
+            pass
         if reachable(host, port):
             lost_since = None
             continue
@@ -125,9 +111,57 @@ def worker(address):
             # No draining (there is no head to drain to): kill `ray start` and its processes.
             child.kill()
             child.wait()
-            subprocess.run([RAY, 'stop', '--force'], check=False, timeout=30,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            stop_ray()
+            return None
+
+
+def worker(address):
+    host, _sep, port = address.rpartition(':')
+    if not host or not port.isdigit():
+        log('--head-address must be HOST:PORT, not %r' % address, 'ERROR')
+        return 2
+    port = int(port)
+    deadline = time.monotonic() + JOIN_TIMEOUT
+    children = []
+
+    def stop(signum, _frame):
+        log('signal %d: stopping Ray' % signum)
+        for child in children[-1:]:
+            child.terminate()
+            try:
+                child.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                child.kill()
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    while True:
+        # The head is up once its server listens: its `ray start --head` has returned, and
+        # joining now does not slow the head's own start on a busy machine (Ray gives every
+        # node 30 s to register).
+        while not (reachable(host, port) and reachable(host, API_PORT)):
+            if time.monotonic() > deadline:
+                log('the Ray head at %s:%d (API port %d) did not answer within %.0f s' % (
+                    host, port, API_PORT, JOIN_TIMEOUT), 'ERROR')
+                return 1
+            time.sleep(PROBE_S)
+        ip = node_ip(host)
+        command = [RAY, 'start', '--address', '%s:%d' % (host, port), '--block'] + common_args(ip)
+        log('joining the Ray head at %s:%d from %s (rank %d)' % (host, port, ip, node.IDENTITY['rank']))
+        children.append(subprocess.Popen(command, stdin=subprocess.DEVNULL))
+        code = supervise(children[-1], host, port)
+        if code is None:
             return 1
+        # Ray gives a node 30 s to register; a busy machine can miss that: within the start
+        # timeout, a failed start is tried again.
+        if code != 0 and time.monotonic() < deadline:
+            log('ray start --block ended with %d while the group forms; trying again' % code, 'WARNING')
+            stop_ray()
+            time.sleep(PROBE_S)
+            continue
+        log('ray start --block ended with %d' % code, 'ERROR' if code else 'INFO')
+        return code or 1
 
 
 def main():
