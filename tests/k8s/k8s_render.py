@@ -29,6 +29,11 @@ DEEPSEEK_R1 = {
     'nim_mpi_start_timeout': 6000,
 }
 
+RACK = 'topology.kubernetes.io/rack'
+VOLCANO = {'nim_k8s_scheduler': 'volcano', 'nim_k8s_volcano_queue': 'nim-inference', 'nim_k8s_exclusive_topology': RACK}
+KAI = {'nim_k8s_scheduler': 'kai', 'nim_k8s_kai_queue': 'team-a', 'nim_k8s_exclusive_topology': 'nvidia.com/gpu.clique'}
+LWS_MANIFEST = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'fixtures', 'lws-manifests-trimmed.yaml')
+
 # name -> (backend, extra vars). The example inventory is TP 8 / PP 2 of Llama 3.1 405B fp8.
 SCENARIOS = {
     'lws-tp8pp2': ('lws', {}),
@@ -42,13 +47,24 @@ SCENARIOS = {
     'operator-deepseek': ('nim_operator', DEEPSEEK_R1),
     'operator-ray': ('nim_operator', {'nim_launch_contract': 'ray', 'nim_network_profile': 'aws_efa',
                                       'nim_network_devices_per_gpu': 4}),
+    # nim_launch_contract auto reads a 2.x tag as NIM for LLMs 2.0: the ray contract.
+    'operator-auto-ray': ('nim_operator', {'nim_launch_contract': 'auto', 'nim_image_tag': '2.0.1'}),
+    # Gang scheduling and topology (FACTS.md 3a), on both backends.
+    'lws-volcano': ('lws', dict(VOLCANO, nim_launch_contract='ray')),
+    'lws-kai': ('lws', KAI),
+    'operator-volcano': ('nim_operator', VOLCANO),
+    'operator-kai': ('nim_operator', dict(KAI, nim_launch_contract='ray')),
+    # The manifest install of LWS with gang scheduling, from a local copy of the release manifest.
+    'lws-volcano-file': ('lws', dict(VOLCANO, lws_install_method='file', lws_manifest_file=LWS_MANIFEST)),
 }
 
 # Runs that must fail before anything is written: name -> (backend, extra vars).
 REJECTED = {
     'rejected-tp6': ('nim_operator', {'nim_tensor_parallel': 6}),
     'rejected-autoscaling': ('nim_operator', {'nim_k8s_autoscaling': True}),
-    'rejected-auto-contract': ('lws', {'nim_launch_contract': 'auto'}),
+    'rejected-auto-contract': ('lws', {'nim_launch_contract': 'auto', 'nim_image_tag': 'latest'}),
+    'rejected-kai-without-queue': ('lws', {'nim_k8s_scheduler': 'kai', 'nim_k8s_volcano_queue': 'q'}),
+    'rejected-bad-topology-key': ('nim_operator', {'nim_k8s_exclusive_topology': 'not a label'}),
     'rejected-operator-leader-address': ('nim_operator', {'nim_launch_contract': 'leader_address',
                                                           'nim_socket_ifname': 'eth0'}),
 }
@@ -57,6 +73,9 @@ REJECTED = {
 # earlier one (re-render into the same directory, contract switch) run in the tests themselves.
 ALL_RUNS = dict(SCENARIOS, **REJECTED)
 ALL_RUNS['lws-secrets'] = ('lws', {'nim_k8s_render_secrets': True})
+ALL_RUNS['lws-ray-secrets'] = ('lws', {'nim_k8s_render_secrets': True, 'nim_launch_contract': 'ray'})
+ALL_RUNS['lws-leader-address-secrets'] = ('lws', {'nim_k8s_render_secrets': True, 'nim_launch_contract': 'leader_address',
+                                                  'nim_socket_ifname': 'eth0'})
 
 
 class Render:

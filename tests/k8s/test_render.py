@@ -7,8 +7,9 @@ import shutil
 import stat
 
 import pytest
+import yaml
 
-from k8s_render import DEEPSEEK_R1, FAKE_NGC_KEY, SCENARIOS, run_render
+from k8s_render import DEEPSEEK_R1, FAKE_NGC_KEY, KAI, LWS_MANIFEST, RACK, SCENARIOS, VOLCANO, run_render
 from k8s_schema import Invalid, validate
 
 LWS_SCENARIOS = sorted(name for name, (backend, _extra) in SCENARIOS.items() if backend == 'lws')
@@ -191,6 +192,45 @@ def test_lws_ray_contract_has_no_ssh_and_probes_the_worker(renders):
     assert set(_mounts(lead)) == set(_mounts(work)) == {'/model-store', '/dev/shm'}
 
 
+def test_lws_ray_contract_follows_the_operator_values(renders):
+    _lws, _template, leader, worker = _lws_parts(renders['lws-ray'])
+    lead, work = leader['containers'][0], worker['containers'][0]
+    # FACTS.md 1a: container port named ray, and the worker's startup probe `ray status`
+    # (initial 30 s, period 10 s, timeout 5 s, 3 failures).
+    assert {'name': 'ray', 'containerPort': 6379, 'protocol': 'TCP'} in lead['ports']
+    assert work['startupProbe'] == {'exec': {'command': ['/bin/sh', '-c', 'ray status']}, 'initialDelaySeconds': 30,
+                                    'periodSeconds': 10, 'timeoutSeconds': 5, 'failureThreshold': 3}
+    # The env is the operator's common/leader/worker env (FACTS.md 1a); what differs is no SSH.
+    for container in (lead, work):
+        assert 'ssh' not in [port['name'] for port in container.get('ports', [])]
+    assert set(volume['name'] for volume in leader['volumes'] + worker['volumes']) == {'model-store', 'dshm'}
+
+
+@pytest.mark.parametrize('name', ['lws-ray-secrets', 'lws-leader-address-secrets'])
+def test_contracts_without_ssh_have_no_mpi_configmap_key_secret_or_hostfile(renders, name):
+    render = renders[name]
+    assert render.rc == 0, render.output[-4000:]
+    kinds = sorted((obj['kind'], obj['metadata']['name']) for obj in render.manifests().values())
+    # Secrets were asked for, so a key Secret would be here if the contract had one.
+    assert [item for item in kinds if item[0] == 'Secret'] == [('Secret', 'ngc-api-key'), ('Secret', 'ngc-registry')]
+    assert [item for item in kinds if item[0] == 'ConfigMap'] == []
+    assert not os.path.exists(os.path.join(render.root, 'default', 'Secret-nim-default-ssh-pk.yaml'))
+    _lws, _template, leader, worker = _lws_parts(render)
+    for spec in (leader, worker):
+        for container in spec['containers']:
+            assert not [m for m in container['volumeMounts'] if m['mountPath'] in ('/etc/mpi', '/opt/nim/llm/pk')]
+    for obj in render.manifests().values():
+        validate(obj)
+
+
+def test_auto_contract_on_a_2x_image_writes_ray_never_mpi(renders):
+    render = renders['operator-auto-ray']
+    assert render.rc == 0, render.output[-4000:]
+    multinode = render.one('NIMService')['spec']['multiNode']
+    assert multinode['ray'] == {'rayPort': 6379}
+    assert 'mpi' not in multinode
+
+
 def test_lws_leader_address_contract_uses_the_lws_leader_address(renders):
     _lws, _template, leader, worker = _lws_parts(renders['lws-leader-address'])
     for container in (leader['containers'][0], worker['containers'][0]):
@@ -295,7 +335,11 @@ def test_switching_contract_removes_stale_files(renders, workdir):
     ('rejected-tp6', "group 'default': nim_tensor_parallel=6: the model's 128 attention heads are not divisible by 6"),
     ('rejected-autoscaling',
      "group 'default': nim_k8s_autoscaling=true, nodes=2: a multi-node deployment cannot autoscale"),
-    ('rejected-auto-contract', "group 'default': nim_launch_contract=auto is not supported yet"),
+    ('rejected-auto-contract', "nim_launch_contract=auto cannot tell the NIM version from nim_image_tag='latest'"),
+    ('rejected-kai-without-queue', 'nim_k8s_scheduler=kai needs nim_k8s_kai_queue, the KAI leaf queue of the groups'),
+    ('rejected-kai-without-queue',
+     'nim_k8s_volcano_queue=q is set but only applies to nim_k8s_scheduler=volcano (got nim_k8s_scheduler=kai)'),
+    ('rejected-bad-topology-key', 'nim_k8s_exclusive_topology=not a label is not a node label key'),
     ('rejected-operator-leader-address',
      "group 'default': nim_launch_contract=leader_address is not supported by nim_k8s_backend=nim_operator"),
 ])
