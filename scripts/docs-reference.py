@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 # Copyright: (c) 2026, nimstack maintainers
 # SPDX-License-Identifier: Apache-2.0
 """Render the variables reference (docs/variables.md) from every role's meta/argument_specs.yml.
@@ -91,8 +91,8 @@ def _rows(options, defaults, prefix=''):
         else:
             default = ''
         choices = ', '.join(code(c) for c in option.get('choices') or [])
-        rows.append('| `%s%s` | %s | %s | %s | %s |' % (prefix, name, _type(option), default, choices,
-                                                       markup(option.get('description'))))
+        cells = (prefix, name, _type(option), default, choices, markup(option.get('description')))
+        rows.append('| `%s%s` | %s | %s | %s | %s |' % cells)
         rows.extend(_rows(option.get('options'), defaults, prefix='%s%s.' % (prefix, name)))
     return rows
 
@@ -156,7 +156,7 @@ def render(repo=REPO):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n', maxsplit=1)[0])
     parser.add_argument('-o', '--output', help='write to this file instead of stdout')
     args = parser.parse_args(argv)
     try:

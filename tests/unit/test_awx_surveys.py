@@ -133,7 +133,7 @@ def test_the_teardown_confirmation_fits_its_survey_and_the_playbook():
     with open(os.path.join(AWX, 'teardown.yml')) as handle:
         assert "(nimstack_awx_teardown_confirm | default('')) == 'teardown'" in handle.read()
     assert question['required'] is True and question['min'] == question['max'] == len('teardown')
-    _, problems = awx_survey.extra_vars(SURVEYS['nimstack_awx_survey_teardown'], {})
+    problems = awx_survey.extra_vars(SURVEYS['nimstack_awx_survey_teardown'], {})[1]
     assert problems == ['nimstack_awx_teardown_confirm: an answer is required']
 
 
@@ -145,9 +145,9 @@ def test_blank_optional_answers_keep_the_inventory_values():
 
 
 def test_answers_outside_the_survey_are_refused():
-    _, problems = awx_survey.extra_vars(SURVEYS['nimstack_awx_survey_deployment'],
-                                        {'nim_launch_contract': 'slurm', 'nim_tensor_parallel': 0,
-                                         'nim_ngc_api_key': 'nvapi-x'})
+    problems = awx_survey.extra_vars(SURVEYS['nimstack_awx_survey_deployment'],
+                                     {'nim_launch_contract': 'slurm', 'nim_tensor_parallel': 0,
+                                      'nim_ngc_api_key': 'nvapi-x'})[1]
     assert sorted(problems) == sorted([
         "nim_launch_contract: 'slurm' is not one of auto, mpi, ray, leader_address",
         'nim_tensor_parallel: 0 is not between 1 and 64',
@@ -156,7 +156,7 @@ def test_answers_outside_the_survey_are_refused():
 
 
 def test_no_survey_asks_for_a_secret():
-    for _, question in _questions():
+    for question in [entry[1] for entry in _questions()]:
         assert question['type'] != 'password'
         # The planner's own rule for what names a secret (nim_extra_env may not carry one either).
         assert not nim_env._SECRET_NAME.search(question['variable'].upper()), question['variable']  # pylint: disable=protected-access
