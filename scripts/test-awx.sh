@@ -53,10 +53,10 @@ job() {
 
 # env/extravars from the survey's answers, checked by AWX's rules, plus the variables AWX adds.
 survey_answers() {
-  local survey=$1; shift
+  local template=$1 survey=$2; shift 2
   python3 tests/awx/awx_survey.py playbooks/awx/vars/surveys.yml "$survey" "$@" >"$work/answers.json" \
     || fail "the survey $survey refused the answers $*"
-  python3 - "$work/answers.json" "$pdd/env/extravars" "$survey" <<'EOF'
+  python3 - "$work/answers.json" "$pdd/env/extravars" "$template" <<'EOF'
 import json, sys
 answers = json.load(open(sys.argv[1]))
 answers.update({'awx_job_id': 1, 'awx_job_template_name': sys.argv[3], 'awx_user_name': 'admin'})
@@ -92,7 +92,7 @@ ln -s "$repo" "$pdd/project"
 key="nvapi-awxtest-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
 ( umask 077; printf '{"NGC_API_KEY": "%s"}\n' "$key" >"$pdd/env/envvars" )
 printf '{"job_timeout": %d, "idle_timeout": 600}\n' "$job_timeout" >"$pdd/env/settings"
-survey_answers nimstack_awx_survey_deployment "nim_image_tag=${image##*:}" nim_launch_contract=mpi \
+survey_answers "nimstack site" nimstack_awx_survey_deployment "nim_image_tag=${image##*:}" nim_launch_contract=mpi \
   nim_network_profile=tcp nim_log_level=INFO
 echo "   extravars: $(tr -d '\n ' <"$pdd/env/extravars")"
 echo "   envvars: NGC_API_KEY=nvapi-awxtest-<$((${#key} - 14)) hex characters, new on every run>"
@@ -159,7 +159,7 @@ python3 -c 'import json, sys; json.dump({"nimstack_awx_teardown_confirm": "teard
 if job teardown-refused playbooks/awx/teardown.yml; then fail "teardown ran with a wrong confirmation"; fi
 grep -q 'type teardown in the survey' "$work/teardown-refused.log" || fail "the refusal does not say what to type"
 (($(on "$leader" docker ps -q --filter "name=^$container\$" | wc -l) == 1)) || fail "a refused teardown stopped the leader"
-survey_answers nimstack_awx_survey_teardown nimstack_awx_teardown_confirm=teardown
+survey_answers "nimstack teardown" nimstack_awx_survey_teardown nimstack_awx_teardown_confirm=teardown
 job teardown playbooks/awx/teardown.yml || { tail -40 "$work/teardown.log"; fail "teardown through ansible-runner"; }
 for h in "$leader" "$NIMSTACK_LAB_PREFIX-2" "$NIMSTACK_LAB_PREFIX-3"; do
   (($(on "$h" docker ps -aq --filter label=nimstack.managed=true | wc -l) == 0)) || fail "$h: NIM containers left"
