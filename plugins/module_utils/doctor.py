@@ -27,7 +27,7 @@ RAY_PORT_SAMPLE = (8265, 10001, 10002, 19999, 52365)
 
 GIB = 1024 ** 3
 
-CHECK_ORDER = ('plan', 'reachable', 'gpu', 'rdma', 'memlock', 'shm', 'disk', 'clock_skew', 'clock_sync',
+CHECK_ORDER = ('plan', 'reachable', 'probe', 'gpu', 'rdma', 'memlock', 'shm', 'disk', 'clock_skew', 'clock_sync',
                'port', 'mesh_key', 'ssh_key', 'shared_cache')
 
 
@@ -71,6 +71,13 @@ def group_ports(group, port_range, sample, ray_ports=RAY_PORT_SAMPLE):
 def _result(check, group, host, status, expected='', found='', fix=''):
     return {'check': check, 'group': group, 'host': host, 'status': status,
             'expected': expected, 'found': found, 'fix': fix}
+
+
+def _pending(check, group, expected, found):
+    """A skip because preparation (prepare_hosts.yml) has not installed what the check needs yet."""
+    result = _result(check, group, '-', 'skip', expected, found)
+    result['pending'] = True
+    return result
 
 
 def _majority(values, leader_value):
@@ -128,8 +135,8 @@ def _check_gpu(group, facts, options):
         reasons = sorted(set(inventories[h].get('reason') or 'no GPU listed' for h in hosts))
         prepared = any((facts[h].get('probe') or {}).get('docker_installed') for h in hosts)
         if options.get('require_gpus') and not prepared:
-            return [_result('gpu', name, '-', 'skip', 'same GPU model, count and driver on every node',
-                            'skipped: no GPU yet and the nodes are not prepared (no Docker engine); '
+            return [_pending('gpu', name, 'same GPU model, count and driver on every node',
+                             'skipped: no GPU yet and the nodes are not prepared (no Docker engine); '
                             'prepare_hosts.yml installs the driver and deploy_docker.yml runs the doctor again '
                             '(%s)' % '; '.join(reasons))]
         if options.get('require_gpus'):
@@ -146,9 +153,9 @@ def _check_gpu(group, facts, options):
         inv = inventories[host]
         return (tuple(inv.get('models') or []), inv.get('count') or 0, inv.get('driver_version'))
 
+    # The nodes agree with the group's most common inventory; that one needs the plan's GPUs per node.
     expected = _majority([signature(h) for h in hosts], signature(leader) if leader in inventories else None)
-    if want_count and expected[1] != int(want_count):
-        expected = (expected[0], int(want_count), expected[2])
+    want_count = int(want_count) if want_count else 0
     out = []
     for host in hosts:
         models, count, driver = signature(host)
@@ -157,9 +164,12 @@ def _check_gpu(group, facts, options):
             problems.append('model %s' % (', '.join(models) or 'none'))
         if count != expected[1]:
             problems.append('%d GPU(s)' % count)
+        elif count < want_count:
+            problems.append('%d GPU(s), fewer than the plan\'s %d per node' % (count, want_count))
         if driver != expected[2]:
             problems.append('driver %s' % driver)
-        want = '%s x %d, driver %s' % (', '.join(expected[0]) or '?', expected[1], expected[2])
+        want = '%s x %d (at least %d), driver %s' % (', '.join(expected[0]) or '?', expected[1], want_count,
+                                                    expected[2])
         if problems:
             reason = inventories[host].get('reason')
             out.append(_result('gpu', name, host, 'fail', want,
@@ -388,8 +398,8 @@ def _check_mesh(group, facts):
     hosts = [h for h in _members(group) if h in facts]
     mesh = dict((h, (facts[h].get('probe') or {}).get('mesh') or {}) for h in hosts)
     if not any(m.get('present') for m in mesh.values()):
-        return [_result('mesh_key', name, '-', 'skip', 'the deployment key on every node',
-                        'skipped: the SSH mesh is not set up yet (playbooks/prepare_hosts.yml, role ssh_mesh)')]
+        return [_pending('mesh_key', name, 'the deployment key on every node',
+                         'skipped: the SSH mesh is not set up yet (playbooks/prepare_hosts.yml, role ssh_mesh)')]
     leader = _leader(group)
     expected = _majority([m.get('key_fingerprint') for m in mesh.values() if m.get('key_fingerprint')],
                          mesh.get(leader, {}).get('key_fingerprint'))
@@ -427,8 +437,7 @@ def _check_ssh(group, facts):
     attempts = facts[leader].get('ssh')
     if attempts is None:
         reason = facts[leader].get('ssh_skipped') or 'the SSH mesh is not set up yet (playbooks/prepare_hosts.yml)'
-        return [_result('ssh_key', name, '-', 'skip', 'the leader logs in to every worker with the key',
-                        'skipped: %s' % reason)]
+        return [_pending('ssh_key', name, 'the leader logs in to every worker with the key', 'skipped: %s' % reason)]
     by_host = dict((a.get('host'), a) for a in attempts)
     out = []
     for worker in workers:
@@ -452,9 +461,9 @@ def _check_cache(group, facts):
     written = (facts.get(leader) or {}).get('cache_write')
     path = (group.get('settings') or {}).get('nim_cache_path') or '?'
     if leader in facts and not ((facts[leader].get('probe') or {}).get('cache_exists')):
-        return [_result('shared_cache', name, '-', 'skip', 'a file written on the leader\'s cache is visible on all',
-                        'skipped: nim_cache_path %s does not exist on %s yet (role nfs creates and mounts it)'
-                        % (path, leader))]
+        return [_pending('shared_cache', name, 'a file written on the leader\'s cache is visible on all',
+                         'skipped: nim_cache_path %s does not exist on %s yet (role nfs creates and mounts it)'
+                         % (path, leader))]
     if not written or not written.get('ok'):
         reason = (written or {}).get('error') or 'the leader did not write the test file'
         return [_result('shared_cache', name, leader, 'fail', 'a file written on %s:%s' % (leader, path), reason,
@@ -472,24 +481,50 @@ def _check_cache(group, facts):
     return out
 
 
-def normalize_host(raw):
-    """A host's results as the doctor role collects them -> the facts ``evaluate`` reads.
+def _payload(result, key):
+    """(payload, error) of a registered module result: its ``key``, or why it is missing."""
+    if not result or result.get('skipped'):
+        return None, None
+    if key in result:
+        return result[key], None
+    return None, result.get('msg') or 'failed without a message'
 
-    ``raw`` is {gpu, rdma, probe, peers, ssh_skipped}: the nvidia_gpu and rdma facts, the result of
-    nim_doctor_probe and of nim_doctor_peers (state=check).
+
+def normalize_host(raw):
+    """A host's registered results, as the doctor role collects them -> the facts ``evaluate`` reads.
+
+    ``raw`` is {gpu, rdma, probe, peers, ssh_skipped}: the registered results of nvidia_gpu_facts,
+    rdma_facts, nim_doctor_probe and nim_doctor_peers (state=check). A probe that failed leaves its
+    message in ``errors`` (and a GPU inventory of none, with the reason).
     """
     raw = dict(raw or {})
-    probe = raw.get('probe') or {}
+    errors = []
+    gpu_facts, error = _payload(raw.get('gpu'), 'ansible_facts')
+    gpu = (gpu_facts or {}).get('nvidia_gpu')
+    if error:
+        errors.append('nvidia_gpu_facts: %s' % error)
+        gpu = {'count': 0, 'models': [], 'driver_version': None, 'reason': 'nvidia_gpu_facts failed: %s' % error}
+    rdma_facts, error = _payload(raw.get('rdma'), 'ansible_facts')
+    if error:
+        errors.append('rdma_facts: %s' % error)
+    probe, error = _payload(raw.get('probe'), 'probe')
+    if error:
+        errors.append('nim_doctor_probe: %s' % error)
     peers = raw.get('peers') or {}
+    _, error = _payload(peers, 'connects')
+    if error:
+        errors.append('nim_doctor_peers: %s' % error)
+    probe = probe or {}
     return {
-        'gpu': raw.get('gpu'),
-        'rdma': raw.get('rdma'),
+        'gpu': gpu,
+        'rdma': (rdma_facts or {}).get('rdma'),
         'probe': probe,
         'connect': peers.get('connects'),
         'ssh': peers.get('ssh'),
         'ssh_skipped': raw.get('ssh_skipped') or None,
         'cache_write': probe.get('cache_write'),
         'cache_read': peers.get('cache_read'),
+        'errors': errors,
     }
 
 
@@ -510,6 +545,10 @@ def evaluate(groups, facts, unreachable=None, options=None):
                                    'bring the host up and reachable over SSH from the controller'))
             else:
                 out.append(_result('reachable', name, host, 'pass', 'the host answers the doctor', 'answered'))
+                for error in facts[host].get('errors') or []:
+                    out.append(_result('probe', name, host, 'fail', 'every probe of the doctor runs', error,
+                                       'fix what the message names on %s (a hanging or broken tool, a timeout: '
+                                       'doctor_task_timeout)' % host))
         if not group.get('valid', True) or not group.get('ranks'):
             continue
         ports = group_ports(group, options.get('port_range'), options.get('port_sample') or 0,
@@ -537,6 +576,8 @@ def build_report(results, generated=None):
         'ok': not failures,
         'generated': generated,
         'summary': dict((s, counts.get(s, 0)) for s in ('pass', 'fail', 'skip', 'warn')),
+        # Checks that wait for prepare_hosts.yml: a later preflight of the same run repeats the doctor.
+        'pending': ['%s [%s]' % (r['check'], r['group']) for r in results if r.get('pending')],
         'failures': failures,
         'checks': results,
     }
