@@ -9,9 +9,9 @@ COLLECTION_LINK := build/collections/ansible_collections/nimstack/multinode
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: test deps link lint units k8s build-check sanity molecule lab-test standin-test docker-path-test docs-check awx-test lab lab-down clean
+.PHONY: test deps link lint units k8s build-check sanity molecule lab-test standin-test docker-path-test docs-check awx-test doctor-test lab lab-down clean
 
-test: deps lint units k8s build-check sanity docs-check molecule lab-test standin-test docker-path-test awx-test
+test: deps lint units k8s build-check sanity docs-check molecule lab-test standin-test docker-path-test awx-test doctor-test
 
 deps: $(VENV)/.deps-stamp link
 
@@ -57,6 +57,12 @@ standin-test: deps
 # input, a worker down before and killed after the rollout, teardown.
 docker-path-test: deps
 	scripts/test-docker-path.sh
+
+# The preflight doctor on a 3-host lab of its own: a healthy lab passes within a minute; a worker
+# with other GPUs, a port blocked by nftables, a missing deployment key and an unshared cache are
+# each named (check + host) in the JSON report.
+doctor-test: deps
+	scripts/test-doctor.sh
 
 # docs/variables.md is generated from the roles' argument_specs: fail when it is stale (regenerate
 # with `scripts/docs-reference.py -o docs/variables.md`), and when ansible-doc cannot read a role.
