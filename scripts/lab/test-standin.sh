@@ -360,12 +360,18 @@ test_ray() {
   expect_answer also-text
   step "ray: idle CPU and memory: $(docker stats --no-stream --format '{{.Name}} {{.CPUPerc}} {{.MemUsage}}' \
     "$leader" "${workers[@]}" | sed "s/$prefix-//" | awk '{printf "%s %s %s; ", $1, $2, $3}')"
-  # Token authentication is on: a client with no token is turned away, one with the group's is let in.
-  code=0 t=$SECONDS
-  docker run --rm --network "$prefix" -e RAY_AUTH_MODE=token "$image" \
-    timeout 60 ray status --address "$leader_addr:6379" >"$work/ray-status-anon.log" 2>&1 || code=$?
-  ((code != 0)) || fail "ray status without the token was let in: $(tail -n 5 "$work/ray-status-anon.log")"
-  step "ray: ray status without the token failed in $((SECONDS - t))s: $(grep -m1 -i 'token\|auth' "$work/ray-status-anon.log" | cut -c1-200)"
+  # Token authentication is on: a client with no token and one with a wrong token are turned
+  # away by the head, one with the group's token is let in.
+  t=$SECONDS
+  for code in none wrong; do
+    local auth=()
+    [[ "$code" == none ]] || auth=(-e RAY_AUTH_MODE=token -e RAY_AUTH_TOKEN=0123456789abcdef0123456789abcdef)
+    docker run --rm --network "$prefix" "${auth[@]}" "$image" timeout 60 ray status --address "$leader_addr:6379" \
+      >"$work/ray-status-$code.log" 2>&1 && fail "ray status with $code token was let in: $(tail -n 5 "$work/ray-status-$code.log")"
+    grep -q 'InvalidAuthToken' "$work/ray-status-$code.log" \
+      || fail "ray status with $code token failed, but not for its token: $(tail -n 5 "$work/ray-status-$code.log")"
+  done
+  step "ray: the head refused ray status with no token and with a wrong one (InvalidAuthToken) in $((SECONDS - t))s"
   t=$SECONDS
   docker run --rm --network "$prefix" -e RAY_AUTH_MODE=token -e RAY_AUTH_TOKEN_PATH=/run/nimstack/ray-token \
     "${token[@]}" "$image" timeout 60 ray status --address "$leader_addr:6379" >"$work/ray-status.log" 2>&1 \

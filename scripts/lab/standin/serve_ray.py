@@ -129,9 +129,10 @@ def worker(address):
         for child in children[-1:]:
             child.terminate()
             try:
-                child.wait(timeout=20)
+                child.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 child.kill()
+                stop_ray()
         raise SystemExit(0)
 
     signal.signal(signal.SIGTERM, stop)

@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import queue
+import signal
 import subprocess
 import threading
 import time
@@ -332,6 +333,9 @@ def main():
     parser.add_argument('--transport', choices=('mpi', 'ray', 'leader_address'), default='mpi')
     parser.add_argument('--ray-address', help='HOST:PORT of the Ray head (ray)')
     args = parser.parse_args()
+    # The container's main process under leader_address and ray (PID 1 ignores signals it has no
+    # handler for): `docker stop` ends the rank at once, with the status SIGTERM would give.
+    signal.signal(signal.SIGTERM, lambda _signum, _frame: os._exit(143))
     group = make_group(args.transport, args)
     STATE.group = group
     log('rank %d of %d starting (launch contract %s, NIM_NODE_RANK=%s)' % (
