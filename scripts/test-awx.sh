@@ -121,7 +121,9 @@ for h in "$leader" "$NIMSTACK_LAB_PREFIX-2" "$NIMSTACK_LAB_PREFIX-3"; do
   [[ -n "$envfile" ]] || fail "$h: no NGC env file: the credential's key did not reach the node"
   [[ "$(on "$h" stat -c '%a %U' "$envfile")" == "600 root" ]] || fail "$h: $envfile is not root-only 0600"
   on "$h" grep -qxF "NGC_API_KEY=$key" "$envfile" || fail "$h: $envfile does not hold the credential's key"
-  [[ "$(on "$h" docker exec "$container" printenv NGC_API_KEY)" == "$key" ]] \
+  # The container's env as the engine keeps it (the lab's nested engine cannot exec into it).
+  container_env=$(on "$h" docker inspect -f '{{range .Config.Env}}{{println .}}{{end}}' "$container")
+  grep -qxF "NGC_API_KEY=$key" <<<"$container_env" \
     || fail "$h: the container $container does not have the credential's key in its env"
   ! on "$h" docker inspect -f '{{.Config.Cmd}} {{.Args}}' "$container" | grep -qF "$key" \
     || fail "$h: the key is on the container's command line"
