@@ -17,6 +17,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import collections
+import re
 
 # Network profiles of nim_env whose ranks talk over RDMA (FACTS.md 5).
 RDMA_PROFILES = ('ib', 'roce', 'azure_ib', 'oci_rdma')
@@ -28,7 +29,11 @@ RAY_PORT_SAMPLE = (8265, 10001, 10002, 19999, 52365)
 GIB = 1024 ** 3
 
 CHECK_ORDER = ('plan', 'reachable', 'probe', 'gpu', 'rdma', 'memlock', 'shm', 'disk', 'clock_skew', 'clock_sync',
-               'port', 'mesh_key', 'ssh_key', 'shared_cache')
+               'port', 'mesh_key', 'ssh_key', 'shared_cache', 'nccl')
+
+# nccl-tests ends every run with PRINT("# Avg bus bandwidth    : %g %s\n", ...) (src/common.cu;
+# older releases print it without the '#').
+_BUSBW_RE = re.compile(r'^#?\s*Avg bus bandwidth\s*:\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)', re.MULTILINE)
 
 
 class DoctorError(Exception):
@@ -137,8 +142,8 @@ def _check_gpu(group, facts, options):
         if options.get('require_gpus') and not prepared:
             return [_pending('gpu', name, 'same GPU model, count and driver on every node',
                              'skipped: no GPU yet and the nodes are not prepared (no Docker engine); '
-                            'prepare_hosts.yml installs the driver and deploy_docker.yml runs the doctor again '
-                            '(%s)' % '; '.join(reasons))]
+                             'prepare_hosts.yml installs the driver and deploy_docker.yml runs the doctor again '
+                             '(%s)' % '; '.join(reasons))]
         if options.get('require_gpus'):
             return [_result('gpu', name, h, 'fail', '%s GPU(s) per node' % want_count,
                             'no GPU: %s' % (inventories[h].get('reason') or 'nvidia-smi listed none'),
@@ -168,8 +173,8 @@ def _check_gpu(group, facts, options):
             problems.append('%d GPU(s), fewer than the plan\'s %d per node' % (count, want_count))
         if driver != expected[2]:
             problems.append('driver %s' % driver)
-        want = '%s x %d (at least %d), driver %s' % (', '.join(expected[0]) or '?', expected[1], want_count,
-                                                    expected[2])
+        want = '%s x %d (at least %d), driver %s' % (
+            ', '.join(expected[0]) or '?', expected[1], want_count, expected[2])
         if problems:
             reason = inventories[host].get('reason')
             out.append(_result('gpu', name, host, 'fail', want,
@@ -293,8 +298,8 @@ def _check_disk(group, facts, options):
                                'cannot read free space at %s' % where, 'create nim_cache_path'))
             continue
         out.append(_result('disk', name, host, 'pass' if have >= want else 'fail',
-                           '%s free at the cache path (weights %s x margin %s)' % (_gib(want), _gib(weights),
-                                                                                    options.get('disk_margin')),
+                           '%s free at the cache path (weights %s x margin %s)' % (
+                               _gib(want), _gib(weights), options.get('disk_margin')),
                            '%s free at %s' % (_gib(have), where),
                            'free space on or grow the file system of nim_cache_path'))
     return out
@@ -511,7 +516,7 @@ def normalize_host(raw):
     if error:
         errors.append('nim_doctor_probe: %s' % error)
     peers = raw.get('peers') or {}
-    _, error = _payload(peers, 'connects')
+    error = _payload(peers, 'connects')[1]
     if error:
         errors.append('nim_doctor_peers: %s' % error)
     probe = probe or {}
@@ -524,8 +529,49 @@ def normalize_host(raw):
         'ssh_skipped': raw.get('ssh_skipped') or None,
         'cache_write': probe.get('cache_write'),
         'cache_read': peers.get('cache_read'),
+        'nccl': raw.get('nccl'),
         'errors': errors,
     }
+
+
+def parse_busbw(text):
+    """The average bus bandwidth in GB/s an nccl-tests binary (all_reduce_perf) printed, or None."""
+    match = _BUSBW_RE.search(text or '')
+    return float(match.group(1)) if match else None
+
+
+def _check_nccl(group, facts, options):
+    name = group.get('name')
+    expected_text = 'all_reduce_perf bus bandwidth'
+    if not options.get('nccl_test'):
+        return [_result('nccl', name, '-', 'skip', expected_text, 'skipped: not requested (doctor_nccl_test=false)')]
+    hosts = [h for h in _members(group) if h in facts]
+    without = [h for h in hosts if not (facts[h].get('gpu') or {}).get('count')]
+    if without:
+        return [_result('nccl', name, '-', 'skip', expected_text,
+                        'skipped: no GPU on %s, so there is nothing for NCCL to measure' % ', '.join(without))]
+    leader = _leader(group)
+    run = (facts.get(leader) or {}).get('nccl')
+    if not run or run.get('skipped'):
+        return [_result('nccl', name, leader, 'skip', expected_text, 'skipped: the test did not run on the leader')]
+    gbps = (group.get('layout') or {}).get('interconnect_gbps')
+    fraction = float(options.get('nccl_min_fraction') or 0)
+    want = gbps * fraction if gbps else None
+    expected = ('at least %.1f GB/s (%g x %s GB/s of nim_interconnect %s)'
+                % (want, fraction, gbps, (group.get('layout') or {}).get('interconnect')) if want else expected_text)
+    measured = parse_busbw(run.get('stdout'))
+    if run.get('rc') != 0 or measured is None:
+        tail = [line for line in ((run.get('stderr') or '') + '\n' + (run.get('stdout') or '')).splitlines()
+                if line.strip()]
+        return [_result('nccl', name, leader, 'fail', expected,
+                        'the test failed (rc %s): %s' % (run.get('rc'), (tail[-1] if tail else run.get('msg') or '')),
+                        'run doctor_nccl_test_command by hand on %s; it must print nccl-tests output' % leader)]
+    if want is None:
+        return [_result('nccl', name, leader, 'pass', expected_text,
+                        '%.2f GB/s (no expectation: set nim_interconnect)' % measured)]
+    return [_result('nccl', name, leader, 'pass' if measured >= want else 'fail', expected, '%.2f GB/s' % measured,
+                    'check the fabric (NCCL_DEBUG=INFO shows the transport: a fall-back to sockets, a port at the '
+                    'wrong rate) and the network profile (nim_network_profile)')]
 
 
 def evaluate(groups, facts, unreachable=None, options=None):
@@ -563,6 +609,7 @@ def evaluate(groups, facts, unreachable=None, options=None):
         out.extend(_check_mesh(group, facts))
         out.extend(_check_ssh(group, facts))
         out.extend(_check_cache(group, facts))
+        out.extend(_check_nccl(group, facts, options))
     return out
 
 
@@ -595,7 +642,7 @@ def render_markdown(report):
                  'FAILED' if report['failures'] else 'PASSED', s['fail'], s['pass'], s['skip'], s['warn'],
                  ' (%s)' % report['generated'] if report.get('generated') else ''), '']
     sections = (
-        ('Failures', [r for r in report['failures']], ('check', 'group', 'host', 'expected', 'found', 'fix')),
+        ('Failures', list(report['failures']), ('check', 'group', 'host', 'expected', 'found', 'fix')),
         ('Warnings', [r for r in report['checks'] if r['status'] == 'warn'], ('check', 'group', 'found')),
         ('Skipped', [r for r in report['checks'] if r['status'] == 'skip'], ('check', 'group', 'host', 'found')),
         ('Passed', [r for r in report['checks'] if r['status'] == 'pass'], ('check', 'group', 'host', 'found')),
@@ -612,5 +659,5 @@ def render_markdown(report):
 
 def summary_lines(report):
     """One line per failure for the play's final message."""
-    return ['%s [%s] %s: expected %s; found %s; fix: %s' % (r['check'], r['group'], r['host'], r['expected'],
-                                                           r['found'], r['fix']) for r in report['failures']]
+    return ['%s [%s] %s: expected %s; found %s; fix: %s' % (
+        r['check'], r['group'], r['host'], r['expected'], r['found'], r['fix']) for r in report['failures']]

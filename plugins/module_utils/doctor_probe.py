@@ -305,6 +305,11 @@ def ssh_command(address, port, key, known_hosts, alias_port, timeout):
             '-o', 'ConnectionAttempts=3', '-p', str(int(port)), 'root@%s' % address, 'true']
 
 
+def spawn(argv):
+    """Start ``argv`` in the background, detached from our stdio (run_command would wait for it)."""
+    return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def run_bounded(argv, timeout):
     """(rc, last line of stderr) of ``argv``, killed after ``timeout`` seconds (rc None)."""
     try:

@@ -24,7 +24,7 @@ description:
     O(sshd.port) for the same window. Run it with C(async) and C(poll=0) so that the next task
     finds it.
   - With O(state=check) the node connects to every other member on every port, all at once, each
-    within O(timeout) seconds (a refusal is retried until then: the listener may not be up yet);
+    within O(timeout) seconds (a refusal is retried until then, as the listener may not be up yet);
     reads the leader's test file O(cache_file) from its own model cache when O(cache_token) is
     given; and with O(ssh) logs in to every other member's one-connection sshd with the group's key,
     checking the host key pinned in the group's known_hosts.
@@ -215,7 +215,6 @@ cache_read:
 '''
 
 import socket
-import subprocess
 import time
 
 from ansible.module_utils.basic import AnsibleModule
@@ -238,10 +237,8 @@ def _listen(module, peers, numbers):
     if p['sshd']:
         s = p['sshd']
         try:
-            proc = subprocess.Popen(
-                doctor_probe.sshd_command(s['binary'], s['port'], s['host_key'], s['authorized_keys']),
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL)
+            proc = doctor_probe.spawn(
+                doctor_probe.sshd_command(s['binary'], s['port'], s['host_key'], s['authorized_keys']))
         except OSError as exc:
             result['sshd'] = {'rc': None, 'error': str(exc)}
     listeners = doctor_probe.listen(numbers, [_resolve(r.get('address')) for r in peers], p['window'])

@@ -19,7 +19,8 @@ description:
     network profile needs RDMA), C(memlock), C(shm), C(disk) (free space for the model's weights on
     the cache path), C(clock_skew), C(clock_sync), C(port) (real TCP connects between every pair of
     nodes), C(mesh_key) (the group key on every node and authorized), C(ssh_key) (the leader logged
-    in to every worker with it), C(shared_cache) (a file the leader wrote is visible on every node)."
+    in to every worker with it), C(shared_cache) (a file the leader wrote is visible on every node),
+    C(nccl) (the bus bandwidth nccl-tests printed, against the interconnect, when requested)."
   - Each result is C({check, group, host, status, expected, found, fix}) with status V(pass),
     V(fail), V(skip) (with the reason in C(found)) or V(warn).
   - Writes the report as C(doctor-report.json) and C(doctor-report.md) to O(report_dir) and returns
@@ -36,8 +37,10 @@ options:
     required: true
   facts:
     description:
-      - Per inventory host, what the doctor role collected there (C(gpu), C(rdma), C(probe), C(connect),
-        C(ssh), C(cache)).
+      - Per inventory host, the registered results the doctor role collected there (C(gpu) of
+        M(nimstack.multinode.nvidia_gpu_facts), C(rdma) of M(nimstack.multinode.rdma_facts), C(probe) of
+        M(nimstack.multinode.nim_doctor_probe), C(peers) of M(nimstack.multinode.nim_doctor_peers), C(nccl) of the
+        NCCL test command). A probe that failed is reported as the check C(probe) of that host.
     type: dict
     required: true
   unreachable:
@@ -88,6 +91,14 @@ options:
         type: list
         elements: int
         default: [8265, 10001, 10002, 19999, 52365]
+      nccl_test:
+        description: Whether the NCCL bandwidth test was requested; its result is C(nccl) in O(facts).
+        type: bool
+        default: false
+      nccl_min_fraction:
+        description: Least measured bus bandwidth as a fraction of the planner's interconnect bandwidth.
+        type: float
+        default: 0.5
   report_dir:
     description:
       - Directory on the controller the JSON and Markdown reports are written to; created if missing.
@@ -182,6 +193,8 @@ def main():
                 port_range=dict(type='list', elements='int', default=[32768, 60999]),
                 port_sample=dict(type='int', default=4),
                 ray_ports=dict(type='list', elements='int', default=list(doctor.RAY_PORT_SAMPLE)),
+                nccl_test=dict(type='bool', default=False),
+                nccl_min_fraction=dict(type='float', default=0.5),
             )),
             report_dir=dict(type='path', required=True),
         ),

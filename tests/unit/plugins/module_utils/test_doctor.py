@@ -280,7 +280,7 @@ def test_unreachable_host_is_reported_and_the_rest_still_judged(group):
     results = doctor.evaluate([group], facts, unreachable={'gpu-3': 'unreachable'}, options=OPTIONS)
     names = failed(results)
     assert ('reachable', 'gpu-3') in names and ('ssh_key', 'gpu-3') in names
-    assert all(host == 'gpu-3' for _, host in names)
+    assert all(name[1] == 'gpu-3' for name in names)
     assert any(r['check'] == 'port' and r['status'] == 'pass' for r in results)
 
 
@@ -334,3 +334,47 @@ def test_report_and_markdown(group):
     assert '|---|---|---|---|---|---|' in text
     lines = doctor.summary_lines(report)
     assert len(lines) == 1 and lines[0].startswith('gpu [default] gpu-3: expected')
+
+
+# Not a capture: the tail of an all_reduce_perf run in the format nccl-tests prints it
+# (src/common.cu: "# Out of bounds values : %d %s", "# Avg bus bandwidth    : %g %s"); the figures
+# are made up.
+NCCL_TAIL_SYNTHETIC = """#  Rank  0 Group  0 Pid   1234 on     gpu-1 device  0 [0x18] NVIDIA H100 80GB HBM3
+#
+#                                                              out-of-place                       in-place
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+  1073741824     268435456     float     sum      -1    24000   44.74   41.23      0    23900   44.93   41.40      0
+# Out of bounds values : 0 OK
+""" + '# Avg bus bandwidth    : 41.315 \n#\n'
+
+
+def test_parse_busbw():
+    assert doctor.parse_busbw(NCCL_TAIL_SYNTHETIC) == 41.315
+    assert doctor.parse_busbw(' Avg bus bandwidth    : 1.5e+02 OK\n') == 150.0
+    assert doctor.parse_busbw('no such line') is None
+
+
+def test_nccl_not_requested_or_without_gpus_is_skipped(group):
+    facts = healthy(group)
+    row = [r for r in doctor.evaluate([group], facts, options=OPTIONS) if r['check'] == 'nccl'][0]
+    assert row['status'] == 'skip' and 'not requested' in row['found']
+    facts['gpu-2']['gpu'] = build_facts([], reason='nvidia-smi not found in PATH')
+    results = doctor.evaluate([group], facts, options=dict(OPTIONS, nccl_test=True))
+    row = [r for r in results if r['check'] == 'nccl'][0]
+    assert row['status'] == 'skip' and 'no GPU on gpu-2' in row['found']
+
+
+def test_nccl_bandwidth_against_the_interconnect():
+    g = plan_group(nim_interconnect='ib_ndr')
+    assert g['layout']['interconnect_gbps'] == 50
+    facts = healthy(g)
+    facts['gpu-1']['nccl'] = {'rc': 0, 'stdout': NCCL_TAIL_SYNTHETIC, 'stderr': ''}
+    options = dict(OPTIONS, nccl_test=True, nccl_min_fraction=0.5)
+    row = [r for r in doctor.evaluate([g], facts, options=options) if r['check'] == 'nccl'][0]
+    assert row['status'] == 'pass' and row['found'] == '41.31 GB/s' and 'at least 25.0 GB/s' in row['expected']
+    row = [r for r in doctor.evaluate([g], facts, options=dict(options, nccl_min_fraction=0.9))
+           if r['check'] == 'nccl'][0]
+    assert row['status'] == 'fail' and row['host'] == 'gpu-1'
+    facts['gpu-1']['nccl'] = {'rc': 124, 'stdout': '', 'stderr': 'mpirun: command not found'}
+    row = [r for r in doctor.evaluate([g], facts, options=options) if r['check'] == 'nccl'][0]
+    assert row['status'] == 'fail' and 'rc 124' in row['found'] and 'mpirun' in row['found']

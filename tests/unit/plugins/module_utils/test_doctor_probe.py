@@ -12,12 +12,13 @@ import pytest
 
 from ansible_collections.nimstack.multinode.plugins.module_utils import doctor_probe
 
-# /proc/<pid>/limits as Linux 6.x prints it (header plus the rows the probe reads around).
-LIMITS = """Limit                     Soft Limit           Hard Limit           Units     
-Max cpu time              unlimited            unlimited            seconds   
-Max open files            1048576              1048576              files     
-Max locked memory         8388608              16777216             bytes     
-Max address space         unlimited            unlimited            bytes     
+# /proc/<pid>/limits as Linux 6.x prints it (header plus the rows the probe reads around), without
+# the trailing blanks of each line.
+LIMITS = """Limit                     Soft Limit           Hard Limit           Units
+Max cpu time              unlimited            unlimited            seconds
+Max open files            1048576              1048576              files
+Max locked memory         8388608              16777216             bytes
+Max address space         unlimited            unlimited            bytes
 """
 
 
@@ -140,7 +141,7 @@ def test_run_bounded_kills_what_overruns():
     assert rc is None and 'no answer' in error
     assert doctor_probe.run_bounded(['sh', '-c', 'echo one >&2; echo why >&2; exit 3'], 5) == (3, 'why')
     outcomes = doctor_probe.run_all([['true'], ['false']], 5)
-    assert [rc for rc, _ in outcomes] == [0, 1]
+    assert [outcome[0] for outcome in outcomes] == [0, 1]
 
 
 def test_ssh_and_sshd_commands_pin_the_group_files():
