@@ -210,6 +210,34 @@ def check_group(group, nodes, pods, resource=GPU_RESOURCE):
     return report
 
 
+# nim_k8s_scheduler -> (pod schedulerName, CRDs that show it is installed, what to install).
+SCHEDULERS = {
+    'default': ('default-scheduler', (), ''),
+    'volcano': ('volcano', ('podgroups.scheduling.volcano.sh', 'queues.scheduling.volcano.sh'),
+                'Volcano (role nimstack.multinode.volcano, or its Helm chart)'),
+    'kai': ('kai-scheduler', ('queues.scheduling.run.ai', 'podgroups.scheduling.run.ai'),
+            'NVIDIA KAI Scheduler (its Helm chart)'),
+}
+
+
+def check_scheduler(scheduler, crds):
+    """Errors when the CRDs of ``scheduler`` (a nim_k8s_scheduler value) are not among ``crds``.
+
+    ``crds``: CustomResourceDefinition objects (or their names) that exist in the cluster.
+    """
+    if scheduler not in SCHEDULERS:
+        return ['nim_k8s_scheduler must be one of %s, got %r' % (', '.join(sorted(SCHEDULERS)), scheduler)]
+    present = set()
+    for crd in crds:
+        present.add(crd if isinstance(crd, str) else ((crd or {}).get('metadata') or {}).get('name'))
+    _name, required, component = SCHEDULERS[scheduler]
+    missing = [name for name in required if name not in present]
+    if not missing:
+        return []
+    return ['nim_k8s_scheduler=%s needs %s, but the cluster has no CRD %s: install it first, or set '
+            'nim_k8s_scheduler=default' % (scheduler, component, ', '.join(missing))]
+
+
 def check_capacity(groups, nodes, pods, resource=GPU_RESOURCE):
     """Every group, independently: ({group name: report}, [every error])."""
     if not isinstance(nodes, list) or not isinstance(pods, list):

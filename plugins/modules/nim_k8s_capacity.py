@@ -8,9 +8,12 @@ __metaclass__ = type
 DOCUMENTATION = r'''
 ---
 module: nim_k8s_capacity
-short_description: Check that a cluster can place every rank of each multi-node NIM group at once
+short_description: Check that a cluster runs the chosen scheduler and can place every rank of each NIM group at once
 version_added: 0.1.0
 description:
+  - With O(scheduler) V(volcano) or V(kai), checks that the scheduler's CRDs are among O(crds)
+    (Volcano's C(podgroups)/C(queues.scheduling.volcano.sh), KAI's C(queues)/C(podgroups.scheduling.run.ai))
+    and reports the missing component otherwise, naming the variable C(nim_k8s_scheduler).
   - A multi-node group serves only when all of its pods run. This module counts, for each
     deployment group, the nodes that can hold one rank, from the node and pod lists the Kubernetes
     API returns (C(kubectl get nodes,pods -o json), or the C(resources) of
@@ -27,11 +30,23 @@ description:
 author:
   - nimstack maintainers (@nimstack)
 options:
+  scheduler:
+    description: The scheduler the NIM pods name (the C(nim_k8s_scheduler) of role nim_k8s).
+    type: str
+    choices: [default, volcano, kai]
+    default: default
+  crds:
+    description:
+      - CustomResourceDefinition objects (or names) found in the cluster; only read with O(scheduler)
+        V(volcano) or V(kai).
+    type: list
+    elements: raw
+    default: []
   groups:
-    description: The deployment groups to place.
+    description: The deployment groups to place; empty skips the capacity check.
     type: list
     elements: dict
-    required: true
+    default: []
     suboptions:
       name:
         description: Name of the deployment group, used in messages.
@@ -75,17 +90,19 @@ options:
       - Node objects (the C(items) of a NodeList), or a whole List; objects of another kind are ignored,
         so the List of C(kubectl get nodes,pods -o json) can be passed to both O(nodes) and O(pods).
     type: raw
-    required: true
+    default: []
   pods:
     description: Pod objects of every namespace (the C(items) of a PodList), or a whole List.
     type: raw
-    required: true
+    default: []
   resource:
     description: The extended resource a rank requests.
     type: str
     default: nvidia.com/gpu
   fail_on_shortage:
-    description: Fail when a group cannot be placed. When V(false), return the problems in RV(errors).
+    description:
+      - Fail when the scheduler is missing or a group cannot be placed. When V(false), return the
+        problems in RV(errors).
     type: bool
     default: true
 extends_documentation_fragment:
@@ -103,8 +120,15 @@ EXAMPLES = r'''
     kind: Pod
   register: pods
 
-- name: Check that two nodes of 8 free GPUs exist in one rack
+- name: Read the CRDs
+  kubernetes.core.k8s_info:
+    kind: CustomResourceDefinition
+  register: crds
+
+- name: Check that Volcano runs and that two nodes of 8 free GPUs exist in one rack
   nimstack.multinode.nim_k8s_capacity:
+    scheduler: volcano
+    crds: "{{ crds.resources }}"
     groups:
       - name: default
         size: 2
@@ -124,7 +148,9 @@ EXAMPLES = r'''
 
 RETURN = r'''
 errors:
-  description: One message per group that cannot be placed, naming the group, what it needs and what was found.
+  description:
+    - The missing scheduler, then one message per group that cannot be placed, naming the group,
+      what it needs and what was found.
   returned: always
   type: list
   elements: str
@@ -147,13 +173,15 @@ groups:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nimstack.multinode.plugins.module_utils.k8s_capacity import (
-    CapacityError, check_capacity, items)
+    CapacityError, check_capacity, check_scheduler, items)
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            groups=dict(type='list', elements='dict', required=True, options=dict(
+            scheduler=dict(type='str', choices=['default', 'volcano', 'kai'], default='default'),
+            crds=dict(type='list', elements='raw', default=[]),
+            groups=dict(type='list', elements='dict', default=[], options=dict(
                 name=dict(type='str', required=True),
                 size=dict(type='int', required=True),
                 replicas=dict(type='int', default=1),
@@ -164,18 +192,20 @@ def main():
                 namespace=dict(type='str', default=''),
                 object_name=dict(type='str', default=''),
             )),
-            nodes=dict(type='raw', required=True),
-            pods=dict(type='raw', required=True),
+            nodes=dict(type='raw', default=[]),
+            pods=dict(type='raw', default=[]),
             resource=dict(type='str', default='nvidia.com/gpu'),
             fail_on_shortage=dict(type='bool', default=True),
         ),
         supports_check_mode=True,
     )
     try:
-        reports, errors = check_capacity(module.params['groups'], items(module.params['nodes'], 'Node'),
+        errors = check_scheduler(module.params['scheduler'], module.params['crds'])
+        reports, shortages = check_capacity(module.params['groups'], items(module.params['nodes'], 'Node'),
                                          items(module.params['pods'], 'Pod'), module.params['resource'])
+        errors.extend(shortages)
     except (CapacityError, TypeError, AttributeError) as exc:
-        module.fail_json(msg='nodes and pods must be in the shape the Kubernetes API returns: %s' % exc)
+        module.fail_json(msg='crds, nodes and pods must be in the shape the Kubernetes API returns: %s' % exc)
     if errors and module.params['fail_on_shortage']:
         module.fail_json(msg=' | '.join(errors), errors=errors, groups=reports)
     module.exit_json(changed=False, errors=errors, groups=reports)

@@ -32,7 +32,7 @@ DEEPSEEK_R1 = {
 RACK = 'topology.kubernetes.io/rack'
 VOLCANO = {'nim_k8s_scheduler': 'volcano', 'nim_k8s_volcano_queue': 'nim-inference', 'nim_k8s_exclusive_topology': RACK}
 KAI = {'nim_k8s_scheduler': 'kai', 'nim_k8s_kai_queue': 'team-a', 'nim_k8s_exclusive_topology': 'nvidia.com/gpu.clique'}
-LWS_MANIFEST = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'fixtures', 'lws-manifests-trimmed.yaml')
+LWS_MANIFEST = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'fixtures', 'lws-manifests-trimmed.txt')
 
 # name -> (backend, extra vars). The example inventory is TP 8 / PP 2 of Llama 3.1 405B fp8.
 SCENARIOS = {
@@ -134,12 +134,15 @@ def two_group_inventory(workdir):
     return path
 
 
-def run_render(workdir, name, backend, extra, render_dir=None, inventory=INVENTORY):
-    """Run the playbook render-only; return a Render. Never raises on a failed run."""
+def run_render(workdir, name, backend, extra, render_dir=None, inventory=INVENTORY, live=False):
+    """Run the playbook render-only (or, with live, against the missing cluster); return a Render.
+
+    Never raises on a failed run.
+    """
     render_dir = render_dir or os.path.join(workdir, 'out', name)
     vars_file = os.path.join(workdir, 'vars-%s.json' % name)
     with open(vars_file, 'w', encoding='utf-8') as handle:
-        json.dump(dict(extra, nim_k8s_backend=backend, nim_k8s_render_dir=render_dir,
+        json.dump(dict(extra, nim_k8s_backend=backend, nim_k8s_render_dir='' if live else render_dir,
                        nim_k8s_ssh_key_dir=os.path.join(workdir, 'keys')), handle)
     env = dict(os.environ)
     env.update(

@@ -7,9 +7,8 @@ import shutil
 import stat
 
 import pytest
-import yaml
 
-from k8s_render import DEEPSEEK_R1, FAKE_NGC_KEY, KAI, LWS_MANIFEST, RACK, SCENARIOS, VOLCANO, run_render
+from k8s_render import DEEPSEEK_R1, FAKE_NGC_KEY, SCENARIOS, run_render
 from k8s_schema import Invalid, validate
 
 LWS_SCENARIOS = sorted(name for name, (backend, _extra) in SCENARIOS.items() if backend == 'lws')

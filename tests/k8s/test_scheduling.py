@@ -10,7 +10,7 @@ import sys
 import pytest
 import yaml
 
-from k8s_render import KAI, LWS_MANIFEST, RACK, SCENARIOS, VOLCANO, run_render
+from k8s_render import KAI, LWS_MANIFEST, RACK, SCENARIOS, run_render
 from k8s_schema import REPO, validate
 
 EXCLUSIVE = 'leaderworkerset.sigs.k8s.io/exclusive-topology'
@@ -223,3 +223,24 @@ def test_volcano_role_refuses_bad_settings(workdir):
     assert proc.returncode != 0
     assert 'volcano_install_method=file needs volcano_manifest_file' in ' '.join(proc.stdout.split())
     assert not os.path.exists(path)
+
+
+def _task_headers(output):
+    return [line.split('TASK [', 1)[1].split(']', 1)[0] for line in output.splitlines() if line.startswith('TASK [')]
+
+
+@pytest.mark.parametrize('scheduler, first_probe', [
+    ('volcano', 'nimstack.multinode.nim_k8s : Look up the CRDs of the chosen scheduler'),
+    ('default', 'nimstack.multinode.nim_k8s : Read the nodes'),
+])
+def test_live_mode_reads_the_cluster_before_installing_or_applying_anything(workdir, scheduler, first_probe):
+    # No cluster here (KUBECONFIG names nothing): the play must stop at its first read of the
+    # cluster, in the preflight, before any component is installed or any object applied.
+    extra = {'nim_k8s_scheduler': scheduler, 'nim_k8s_exclusive_topology': RACK}
+    run = run_render(workdir, 'live-%s' % scheduler, 'lws', extra, live=True)
+    assert run.rc != 0
+    tasks = _task_headers(run.output)
+    assert tasks[-1] == first_probe, tasks[-6:]
+    assert not [task for task in tasks if task.startswith(('nimstack.multinode.lws', 'nimstack.multinode.volcano'))]
+    assert not [task for task in tasks if 'Apply the objects' in task or 'Ensure each namespace' in task]
+    assert 'Render-only: no cluster was contacted' not in run.output

@@ -5,7 +5,7 @@ import pytest
 
 from ansible_collections.nimstack.multinode.plugins.module_utils import k8s_capacity
 from ansible_collections.nimstack.multinode.plugins.module_utils.k8s_capacity import (
-    CapacityError, check_capacity, items, pod_gpu_request, quantity, tolerates)
+    CapacityError, check_capacity, check_scheduler, items, pod_gpu_request, quantity, tolerates)
 from ansible_collections.nimstack.multinode.tests.unit.plugins.module_utils.k8s_objects import (
     GPU_TAINT, RACK, group, kubectl_list, node, pod)
 
@@ -24,8 +24,8 @@ def test_enough_capacity_passes_and_reports_the_counts():
 
 
 def test_one_node_short_names_the_group_the_need_and_what_was_found():
-    listing = kubectl_list(node('gpu-a'), node('gpu-b'), node('cpu-1', gpus=0, labels={'nvidia.com/gpu.present': 'false'},
-                                                               taints=[]))
+    cpu_node = node('cpu-1', gpus=0, labels={'nvidia.com/gpu.present': 'false'}, taints=[])
+    listing = kubectl_list(node('gpu-a'), node('gpu-b'), cpu_node)
     reports, errors = _check([group(size=3)], listing)
     assert errors == [
         "group 'default' cannot be placed: it needs 3 node(s) with 8 free nvidia.com/gpu each "
@@ -183,3 +183,25 @@ def test_items_picks_one_kind_from_a_mixed_list():
     assert [obj['metadata']['name'] for obj in items(listing, 'Node')] == ['gpu-a']
     assert [obj['metadata']['name'] for obj in items(listing, 'Pod')] == ['p']
     assert k8s_capacity.items([node('x')]) == [node('x')]
+
+
+def _crd(name):
+    return {'apiVersion': 'apiextensions.k8s.io/v1', 'kind': 'CustomResourceDefinition', 'metadata': {'name': name},
+            'status': {'conditions': [{'type': 'Established', 'status': 'True'}]}}
+
+
+def test_scheduler_installed_when_its_crds_exist():
+    assert check_scheduler('default', []) == []
+    assert check_scheduler('volcano', [_crd('podgroups.scheduling.volcano.sh'), _crd('queues.scheduling.volcano.sh')]) == []
+    assert check_scheduler('kai', ['queues.scheduling.run.ai', 'podgroups.scheduling.run.ai']) == []
+
+
+def test_missing_scheduler_names_the_variable_and_the_component():
+    assert check_scheduler('volcano', [_crd('queues.scheduling.volcano.sh')]) == [
+        'nim_k8s_scheduler=volcano needs Volcano (role nimstack.multinode.volcano, or its Helm chart), but the '
+        'cluster has no CRD podgroups.scheduling.volcano.sh: install it first, or set nim_k8s_scheduler=default']
+    errors = check_scheduler('kai', [_crd('podgroups.scheduling.volcano.sh')])
+    assert errors == ['nim_k8s_scheduler=kai needs NVIDIA KAI Scheduler (its Helm chart), but the cluster has no CRD '
+                      'queues.scheduling.run.ai, podgroups.scheduling.run.ai: install it first, or set '
+                      'nim_k8s_scheduler=default']
+    assert check_scheduler('slurm', []) == ["nim_k8s_scheduler must be one of default, kai, volcano, got 'slurm'"]

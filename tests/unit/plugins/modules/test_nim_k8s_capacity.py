@@ -39,4 +39,22 @@ def test_reports_without_failing_on_request():
 def test_refuses_input_not_shaped_like_the_api():
     result, failed = run_module(nim_k8s_capacity.main, {'groups': [group()], 'nodes': 'gpu-a', 'pods': []})
     assert failed
-    assert result['msg'].startswith('nodes and pods must be in the shape the Kubernetes API returns')
+    assert result['msg'].startswith('crds, nodes and pods must be in the shape the Kubernetes API returns')
+
+
+def test_missing_scheduler_and_shortage_fail_together():
+    listing = kubectl_list(node('gpu-a'))
+    result, failed = run_module(nim_k8s_capacity.main, {
+        'scheduler': 'volcano', 'crds': [{'metadata': {'name': 'queues.scheduling.volcano.sh'}}],
+        'groups': [group()], 'nodes': listing, 'pods': listing})
+    assert failed
+    assert result['errors'][0].startswith('nim_k8s_scheduler=volcano needs Volcano')
+    assert 'no CRD podgroups.scheduling.volcano.sh' in result['errors'][0]
+    assert result['errors'][1].startswith("group 'default' cannot be placed")
+
+
+def test_scheduler_only_without_groups():
+    crds = [{'metadata': {'name': 'queues.scheduling.run.ai'}}, {'metadata': {'name': 'podgroups.scheduling.run.ai'}}]
+    result, failed = run_module(nim_k8s_capacity.main, {'scheduler': 'kai', 'crds': crds})
+    assert not failed
+    assert result['errors'] == [] and result['groups'] == {}
