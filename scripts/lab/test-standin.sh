@@ -39,7 +39,8 @@ done
 
 prefix=${NIMSTACK_STANDIN_TEST_PREFIX:-nimstack-standin-test}
 subnet=${NIMSTACK_STANDIN_TEST_SUBNET:-172.30.78.0/24}
-ready_timeout=${NIMSTACK_STANDIN_READY_TIMEOUT:-180}
+ready_timeout=${NIMSTACK_STANDIN_READY_TIMEOUT:-120}
+ray_ready_timeout=${NIMSTACK_STANDIN_RAY_READY_TIMEOUT:-300}
 fail_timeout=${NIMSTACK_STANDIN_FAIL_TIMEOUT:-60}
 rate=${NIMSTACK_STANDIN_TEST_RATE:-1048576}
 net_base=${subnet%.*}
@@ -92,6 +93,12 @@ cleanup() {
     for c in "$leader" "${workers[@]}"; do
       echo "---- docker logs $c (last 30 lines)" >&2
       docker logs --tail 30 "$c" >&2 2>&1 || true
+      # Ray's own logs, where the rank ran Ray.
+      for f in gcs_server.out raylet.out; do
+        docker cp "$c:/tmp/ray/session_latest/logs/$f" "$work/$c-$f" >/dev/null 2>&1 || continue
+        echo "---- $c: Ray's $f (last 15 lines)" >&2
+        tail -n 15 "$work/$c-$f" >&2
+      done
     done
   fi
   docker rm -f "$leader" "${workers[@]}" "$prefix-dup" >/dev/null 2>&1 || true
@@ -144,9 +151,9 @@ options = {
     'leader_address': dict(leader_address=leader_addr, socket_ifname='eth0'),
 }[contract]
 for rank, name in enumerate([leader] + workers):
-    # Ray gets longer to form: three Ray nodes start on a machine of 2 cores.
+    # Ray gets longer to form: three Ray nodes, a dozen Python processes, start on 2 cores.
     result = nim_env.build_env(node_rank=rank, tensor_parallel=1, pipeline_parallel=3,
-                               mpi_start_timeout=150 if contract == 'ray' else 60,
+                               mpi_start_timeout=240 if contract == 'ray' else 60,
                                launch_contract=contract, **options)
     assert result['role'] == ('leader' if rank == 0 else 'worker'), result['role']
     with open('%s/%s.env' % (out, name), 'w') as handle:
@@ -180,8 +187,9 @@ expect_answer() {
   if [[ "${1:-}" == also-text ]]; then
     answer=$(curl -sf --max-time 30 "$api/v1/completions" -H 'Content-Type: application/json' \
       -d '{"model": "nimstack/standin-llm", "prompt": "and now?", "max_tokens": 8}') || fail "the text completion failed"
-    grep -q '"object": "text_completion"' <<<"$answer" && grep -q "${workers[1]} (rank 2)" <<<"$answer" \
-      || fail "/v1/completions did not answer with every rank: $answer"
+    if ! grep -q '"object": "text_completion"' <<<"$answer" || ! grep -q "${workers[1]} (rank 2)" <<<"$answer"; then
+      fail "/v1/completions did not answer with every rank: $answer"
+    fi
     step "/v1/completions answered by all 3 hosts too"
   fi
   grep -q "took part" <<<"$(docker logs "$leader" 2>&1)" || fail "the leader's log does not show the ranks taking part"
@@ -353,7 +361,7 @@ test_ray() {
   start=$SECONDS
   start_rank ray "$leader" "$leader_addr" "${token[@]}" --shm-size 128m -e "NIM_STANDIN_MODEL_URL=$model_url" \
     -e NIM_STANDIN_COLLECTIVE_TIMEOUT=10 -e NIM_STANDIN_HEARTBEAT_S=2
-  wait_ready
+  ready_timeout=$ray_ready_timeout wait_ready
   step "ray: ready in $((SECONDS - start))s after the leader started (download at $rate B/s included)"
   ((not_ready_live > 0)) || fail "the leader was never seen live (200) and not ready (503) before the group formed"
   expect_joined

@@ -56,7 +56,10 @@ class RayGroup(node.Group):
         if pending:
             late = [label for (label, _node_id), ref in zip(targets, refs) if ref in pending]
             for ref in pending:
-                ray.cancel(ref, force=True)
+                try:
+                    ray.cancel(ref, force=True)
+                except Exception:  # a task on a dead node may not be cancellable; it is abandoned
+                    pass
             raise GroupBroken('the Ray tasks pinned to %s did not come back within %.0f s'
                               % (', '.join(late), timeout))
         results = []

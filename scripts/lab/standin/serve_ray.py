@@ -62,7 +62,7 @@ def reachable(host, port, timeout=3.0):
 
 def common_args(ip):
     return ['--node-ip-address', ip, '--num-cpus', NUM_CPUS, '--num-gpus', '0',
-            '--object-store-memory', OBJECT_STORE_BYTES, '--disable-usage-stats']
+            '--object-store-memory', OBJECT_STORE_BYTES, '--include-log-monitor', 'false', '--disable-usage-stats']
 
 
 def stop_ray():
@@ -80,7 +80,7 @@ def head(port):
         code = subprocess.run(command, check=False, stdin=subprocess.DEVNULL).returncode
         if code == 0:
             break
-        # Ray gives a node 30 s to register; a busy machine can miss that. Start afresh.
+        # A node that misses its time to register with the GCS on a busy machine: start afresh.
         if time.monotonic() > deadline:
             log('ray start --head exited with %d; giving up after %.0f s' % (code, JOIN_TIMEOUT), 'ERROR')
             return 1
@@ -139,8 +139,7 @@ def worker(address):
     signal.signal(signal.SIGINT, stop)
     while True:
         # The head is up once its server listens: its `ray start --head` has returned, and
-        # joining now does not slow the head's own start on a busy machine (Ray gives every
-        # node 30 s to register).
+        # joining now does not slow the head's own start on a busy machine.
         while not (reachable(host, port) and reachable(host, API_PORT)):
             if time.monotonic() > deadline:
                 log('the Ray head at %s:%d (API port %d) did not answer within %.0f s' % (
@@ -154,8 +153,8 @@ def worker(address):
         code = supervise(children[-1], host, port)
         if code is None:
             return 1
-        # Ray gives a node 30 s to register; a busy machine can miss that: within the start
-        # timeout, a failed start is tried again.
+        # A node that misses its time to register on a busy machine: within the start timeout,
+        # a failed start is tried again.
         if code != 0 and time.monotonic() < deadline:
             log('ray start --block ended with %d while the group forms; trying again' % code, 'WARNING')
             stop_ray()
