@@ -117,6 +117,7 @@ class TcpGroup(node.Group):
         except (OSError, ValueError, KeyError, TypeError) as exc:
             self._refuse(sock, stream, address, 'bad join: %s' % exc)
             return
+        peer = None
         with self.cond:
             if size != self.size:
                 reason = 'rank %d on %s says the group has %d ranks, the leader has %d' % (rank, host, size, self.size)
@@ -129,13 +130,13 @@ class TcpGroup(node.Group):
             else:
                 reason = None
                 peer = self.peers[rank] = Peer(sock, stream, rank, host, address)
-            if reason is None:
+            if peer is not None:
                 keepalive(sock)
                 send(sock, peer.send_lock, {'type': 'welcome'})
-                log('rank %d joined from host %s (address %s:%d, pid %s)' % (rank, host, address[0], address[1],
-                                                                            hello.get('pid')))
+                log('rank %d joined from host %s (address %s:%d, pid %s)' % (
+                    rank, host, address[0], address[1], hello.get('pid')))
                 self.cond.notify_all()
-        if reason is not None:
+        if peer is None:
             self._refuse(sock, stream, address, reason)
             return
         self._read(peer)
