@@ -201,8 +201,9 @@ def main():
     )
     try:
         errors = check_scheduler(module.params['scheduler'], module.params['crds'])
-        reports, shortages = check_capacity(module.params['groups'], items(module.params['nodes'], 'Node'),
-                                         items(module.params['pods'], 'Pod'), module.params['resource'])
+        nodes = items(module.params['nodes'], 'Node')
+        pods = items(module.params['pods'], 'Pod')
+        reports, shortages = check_capacity(module.params['groups'], nodes, pods, module.params['resource'])
         errors.extend(shortages)
     except (CapacityError, TypeError, AttributeError) as exc:
         module.fail_json(msg='crds, nodes and pods must be in the shape the Kubernetes API returns: %s' % exc)
