@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The preflight doctor on a 3-host lab of its own (1 leader, 2 workers, launch contract mpi):
-#   1. the hosts get the SSH mesh and the shared cache (prepare_hosts.yml --tags ssh_mesh,nfs) and
-#      a fake nvidia-smi that prints the real H100 capture of tests/unit/fixtures/nvidia_smi;
+#   1. the hosts get the SSH mesh (prepare_hosts.yml --tags ssh_mesh; lab.sh already shares the
+#      cache path between them) and a fake nvidia-smi that prints the real H100 capture of
+#      tests/unit/fixtures/nvidia_smi;
 #   2. a healthy lab passes playbooks/preflight.yml, within DOCTOR_MAX_S seconds (default 60);
 #   3. faults, injected one at a time and undone, each fail the run and are named in the JSON
 #      report (check + host), and no other check fails:
@@ -20,6 +21,8 @@ export NIMSTACK_LAB_SUBNET=${NIMSTACK_LAB_SUBNET:-172.30.82.0/24}
 export NIMSTACK_LAB_DIR=${NIMSTACK_LAB_DIR:-$repo/build/lab-doctor}
 export ANSIBLE_CONFIG=$repo/ansible.cfg ANSIBLE_NOCOLOR=1 NO_COLOR=1
 export ANSIBLE_CACHE_PLUGIN_CONNECTION=$NIMSTACK_LAB_DIR/facts
+# Per-task times in every log, to see where a slow run spent them.
+export ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_tasks
 lab=scripts/lab/lab.sh
 logs=build/doctor-test
 inventory=$NIMSTACK_LAB_DIR/inventory.yml
@@ -84,14 +87,14 @@ for f in json.load(open(sys.argv[1]))["failures"]:
 
 trap '[[ -n "${LAB_KEEP:-}" ]] || "$lab" down >/dev/null 2>&1 || true' EXIT
 
-step "fresh lab of our own, SSH mesh and shared cache, fake nvidia-smi"
+step "fresh lab of our own, SSH mesh, fake nvidia-smi"
 scripts/lab/ensure-docker.sh
 "$lab" down >/dev/null 2>&1 || true
 t=$SECONDS
 "$lab" up 3 >/dev/null
 echo "   lab up 3: $((SECONDS - t)) s"
-play "$logs/prepare.log" playbooks/prepare_hosts.yml --tags ssh_mesh,nfs \
-  || { tail -30 "$logs/prepare.log"; fail "prepare_hosts.yml --tags ssh_mesh,nfs"; }
+play "$logs/prepare.log" playbooks/prepare_hosts.yml --tags ssh_mesh \
+  || { tail -30 "$logs/prepare.log"; fail "prepare_hosts.yml --tags ssh_mesh"; }
 for h in "$leader" "${workers[@]}"; do
   on "$h" mkdir -p /usr/local/share/nimstack-fake-gpu
   docker cp "$fixtures/query-gpu.csv" "$h:/usr/local/share/nimstack-fake-gpu/query.csv"
