@@ -42,11 +42,17 @@ on() { local host=$1; shift; docker exec "$host" "$@"; }
 lab_down() { scripts/lab/model-source.sh down >/dev/null && "$lab" down; }
 trap '[[ -n "${LAB_KEEP:-}" ]] || lab_down >/dev/null 2>&1 || true' EXIT
 
-# A job as AWX launches it: ansible-runner on the private data dir, one ident per job.
+# A job as AWX launches it from a job template of playbooks/awx/vars/objects.yml: ansible-runner
+# on the private data dir, one ident per job, the template's playbook and skip_tags.
 job() {
-  local ident=$1 playbook=$2 start=$SECONDS rc=0
-  ansible-runner run "$pdd" --ident "$ident" -p "$playbook" >"$work/$ident.log" 2>&1 || rc=$?
-  echo "   job $ident ($playbook): rc=$rc, status=$(cat "$pdd/artifacts/$ident/status" 2>/dev/null)," \
+  local ident=$1 template=$2 start=$SECONDS rc=0 playbook skip cmdline=()
+  read -r playbook skip < <(python3 -c 'import sys, yaml
+t = [t for t in yaml.safe_load(open("playbooks/awx/vars/objects.yml"))["nimstack_awx_job_templates"]
+     if t["name"] == sys.argv[1]][0]
+print(t["playbook"], t.get("skip_tags", ""))' "$template")
+  [[ -z "$skip" ]] || cmdline=(--cmdline "--skip-tags $skip")
+  ansible-runner run "$pdd" --ident "$ident" -p "$playbook" "${cmdline[@]}" >"$work/$ident.log" 2>&1 || rc=$?
+  echo "   job $ident ($playbook${skip:+ --skip-tags $skip}): rc=$rc, status=$(cat "$pdd/artifacts/$ident/status" 2>/dev/null)," \
     "$((SECONDS - start)) s, $(find "$pdd/artifacts/$ident/job_events" -name '*.json' | wc -l) job events"
   return "$rc"
 }
@@ -94,11 +100,11 @@ key="nvapi-awxtest-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
 printf '{"job_timeout": %d, "idle_timeout": 600}\n' "$job_timeout" >"$pdd/env/settings"
 survey_answers "nimstack site" nimstack_awx_survey_deployment "nim_image_tag=${image##*:}" nim_launch_contract=mpi \
   nim_network_profile=tcp nim_log_level=INFO
-echo "   extravars: $(tr -d '\n ' <"$pdd/env/extravars")"
+echo "   extravars: $(python3 -c 'import json, sys; print(json.dumps(json.load(open(sys.argv[1]))))' "$pdd/env/extravars")"
 echo "   envvars: NGC_API_KEY=nvapi-awxtest-<$((${#key} - 14)) hex characters, new on every run>"
 
 step "the site job template: site.yml through ansible-runner"
-job site playbooks/site.yml || { tail -60 "$work/site.log"; fail "site.yml through ansible-runner (see $work/site.log)"; }
+job site "nimstack site" || { tail -60 "$work/site.log"; fail "site.yml through ansible-runner (see $work/site.log)"; }
 [[ "$(cat "$pdd/artifacts/site/status")" == successful ]] || fail "ansible-runner status is not successful"
 # The smoke test's report, read from the job events as AWX reads a job's results.
 python3 - "$pdd/artifacts/site/job_events" <<'EOF' || fail "no smoke test report with all 3 ranks in the job events"
@@ -158,11 +164,11 @@ if python3 tests/awx/awx_survey.py playbooks/awx/vars/surveys.yml nimstack_awx_s
 fi
 python3 -c 'import json, sys; json.dump({"nimstack_awx_teardown_confirm": "teardonw"}, open(sys.argv[1], "w"))' \
   "$pdd/env/extravars"
-if job teardown-refused playbooks/awx/teardown.yml; then fail "teardown ran with a wrong confirmation"; fi
+if job teardown-refused "nimstack teardown"; then fail "teardown ran with a wrong confirmation"; fi
 grep -q 'type teardown in the survey' "$work/teardown-refused.log" || fail "the refusal does not say what to type"
 (($(on "$leader" docker ps -q --filter "name=^$container\$" | wc -l) == 1)) || fail "a refused teardown stopped the leader"
 survey_answers "nimstack teardown" nimstack_awx_survey_teardown nimstack_awx_teardown_confirm=teardown
-job teardown playbooks/awx/teardown.yml || { tail -40 "$work/teardown.log"; fail "teardown through ansible-runner"; }
+job teardown "nimstack teardown" || { tail -40 "$work/teardown.log"; fail "teardown through ansible-runner"; }
 for h in "$leader" "$NIMSTACK_LAB_PREFIX-2" "$NIMSTACK_LAB_PREFIX-3"; do
   (($(on "$h" docker ps -aq --filter label=nimstack.managed=true | wc -l) == 0)) || fail "$h: NIM containers left"
   ! on "$h" find /etc/nimstack -name ngc.env | grep -q . || fail "$h: the NGC env file is left"

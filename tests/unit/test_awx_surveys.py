@@ -187,6 +187,10 @@ def test_job_templates_run_existing_playbooks_with_a_known_survey():
     for template in templates:
         assert os.path.isfile(os.path.join(REPO, template['playbook'])), template['playbook']
         assert template['survey'] in SURVEYS
+    assert {t['name']: t.get('skip_tags') for t in templates} == {
+        'nimstack preflight': None, 'nimstack site': None, 'nimstack smoke test': 'doctor', 'nimstack teardown': 'doctor'}
+    with open(os.path.join(REPO, 'playbooks', 'preflight.yml')) as handle:
+        assert '- doctor' in handle.read(), 'the tag the templates skip is gone from preflight.yml'
     names = {t['name'] for t in templates}
     assert OBJECTS['nimstack_awx_workflow_chain'] == ['nimstack preflight', 'nimstack site', 'nimstack smoke test']
     assert set(OBJECTS['nimstack_awx_workflow_chain']) <= names
