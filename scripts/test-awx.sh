@@ -47,9 +47,11 @@ trap '[[ -n "${LAB_KEEP:-}" ]] || lab_down >/dev/null 2>&1 || true' EXIT
 job() {
   local ident=$1 template=$2 start=$SECONDS rc=0 playbook skip cmdline=()
   read -r playbook skip < <(python3 -c 'import sys, yaml
+yaml.SafeLoader.add_constructor("!unsafe", yaml.SafeLoader.construct_scalar)
 t = [t for t in yaml.safe_load(open("playbooks/awx/vars/objects.yml"))["nimstack_awx_job_templates"]
      if t["name"] == sys.argv[1]][0]
 print(t["playbook"], t.get("skip_tags", ""))' "$template")
+  [[ -n "$playbook" ]] || fail "no job template '$template' in playbooks/awx/vars/objects.yml"
   [[ -z "$skip" ]] || cmdline=(--cmdline "--skip-tags $skip")
   ansible-runner run "$pdd" --ident "$ident" -p "$playbook" "${cmdline[@]}" >"$work/$ident.log" 2>&1 || rc=$?
   echo "   job $ident ($playbook${skip:+ --skip-tags $skip}): rc=$rc, status=$(cat "$pdd/artifacts/$ident/status" 2>/dev/null)," \
