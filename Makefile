@@ -9,9 +9,9 @@ COLLECTION_LINK := build/collections/ansible_collections/nimstack/multinode
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: test deps link lint units k8s build-check sanity molecule lab-test standin-test docker-path-test docs-check awx-test doctor-test lab lab-down clean
+.PHONY: test deps link lint units k8s build-check sanity molecule lab-test standin-test docker-path-test contracts-test docs-check awx-test doctor-test lab lab-down clean
 
-test: deps lint units k8s build-check sanity docs-check molecule lab-test standin-test docker-path-test awx-test doctor-test
+test: deps lint units k8s build-check sanity docs-check molecule lab-test standin-test docker-path-test contracts-test awx-test doctor-test
 
 deps: $(VENV)/.deps-stamp link
 
@@ -57,6 +57,11 @@ standin-test: deps
 # input, a worker down before and killed after the rollout, teardown.
 docker-path-test: deps
 	scripts/test-docker-path.sh
+
+# The same inventory under ray and leader_address (and switched to mpi and back): serving, re-run
+# idempotent, a killed worker recovered by the next run, nothing of the old contract left.
+contracts-test: deps
+	scripts/test-contracts.sh
 
 # The preflight doctor on a 3-host lab of its own: a healthy lab passes within a minute; a worker
 # with other GPUs, a port blocked by nftables, a missing deployment key and an unshared cache are
