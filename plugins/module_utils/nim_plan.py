@@ -20,8 +20,7 @@ import re
 
 from ansible_collections.nimstack.multinode.plugins.module_utils.inventory_checks import GROUP_NAME_RE, GROUP_NAME_RULE
 from ansible_collections.nimstack.multinode.plugins.module_utils.nim_parallelism import plan_parallelism
-from ansible_collections.nimstack.multinode.plugins.module_utils.nim_contract import (
-    LAUNCH_CONTRACTS, ContractError, resolve_contract)
+from ansible_collections.nimstack.multinode.plugins.module_utils.nim_contract import ContractError, resolve_contract
 from ansible_collections.nimstack.multinode.plugins.module_utils.nim_env import NimEnvError, build_env
 
 DEPLOYMENT_MODES = ('docker', 'kubernetes')
