@@ -50,4 +50,3 @@ def test_fixed_text_is_the_longest_literal_part():
         == 'failed or is unreachable; the leader is not started'
     assert messages.fixed_text("{{ (['The inventory is not usable (' ~ n ~ ')']) | join('') }}") == \
         'The inventory is not usable'
-
