@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """What the preflight doctor measures on one host, and the bounded TCP listener/connector.
 
-No Ansible imports: the modules nim_doctor_probe and nim_doctor_ports call these, and the unit
+No Ansible imports: the modules nim_doctor_probe and nim_doctor_peers call these, and the unit
 tests call them directly (the socket functions against 127.0.0.1).
 """
 

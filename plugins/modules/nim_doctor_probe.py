@@ -64,7 +64,7 @@ notes:
   - Returns no facts into C(ansible_facts); the result is registered and passed on.
 seealso:
   - module: nimstack.multinode.nim_doctor_report
-  - module: nimstack.multinode.nim_doctor_ports
+  - module: nimstack.multinode.nim_doctor_peers
 '''
 
 EXAMPLES = r'''

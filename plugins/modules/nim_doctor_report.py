@@ -78,7 +78,7 @@ options:
         type: bool
         default: true
       port_range:
-        description: The MPI/NCCL port range the nodes tested (as given to M(nimstack.multinode.nim_doctor_ports)).
+        description: The MPI/NCCL port range the nodes tested (as given to M(nimstack.multinode.nim_doctor_peers)).
         type: list
         elements: int
         default: [32768, 60999]
@@ -119,7 +119,7 @@ extends_documentation_fragment:
   - nimstack.multinode.attributes
 seealso:
   - module: nimstack.multinode.nim_doctor_probe
-  - module: nimstack.multinode.nim_doctor_ports
+  - module: nimstack.multinode.nim_doctor_peers
 '''
 
 EXAMPLES = r'''
