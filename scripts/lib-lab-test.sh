@@ -66,8 +66,10 @@ lab_addr() { docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}
 lab_down() { scripts/lab/model-source.sh down >/dev/null && "$lab" down; }
 
 # A fresh lab of 3 hosts, the model source (its download counter reset) and the stand-in image
-# as an archive on the shared path; sets play_args to pin the image's tag.
+# as an archive on the shared path; sets image and play_args to pin its tag. $1 is where the
+# archive is kept between runs (a build of the same recipe is not saved again).
 lab_fresh() {
+  local archive=$1
   scripts/lab/ensure-docker.sh
   lab_down
   local t=$SECONDS
@@ -76,13 +78,11 @@ lab_fresh() {
   t=$SECONDS
   scripts/lab/model-source.sh up >/dev/null
   scripts/lab/model-source.sh reset >/dev/null
-  local image
-  image=$(scripts/lab/build-standin.sh --archive build/standin/nim-standin.tar)
+  image=$(scripts/lab/build-standin.sh --archive "$archive")
   play_args=(-e "nim_image_tag=${image##*:}")
   mkdir -p "$shared/.images"
-  ln -f build/standin/nim-standin.tar "$shared/.images/nim-standin.tar" 2>/dev/null \
-    || cp build/standin/nim-standin.tar "$shared/.images/nim-standin.tar"
-  echo "   $image, archive $(du -m build/standin/nim-standin.tar | cut -f1) MiB, model source up: $((SECONDS - t)) s"
+  ln -f "$archive" "$shared/.images/nim-standin.tar" 2>/dev/null || cp "$archive" "$shared/.images/nim-standin.tar"
+  echo "   $image, archive $(du -m "$archive" | cut -f1) MiB, model source up: $((SECONDS - t)) s"
 }
 
 # Kill a rank's main process (not `docker kill`: Docker's restart policy then brings it back, as

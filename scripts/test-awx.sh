@@ -22,24 +22,17 @@ cd "$repo"
 export NIMSTACK_LAB_PREFIX=${NIMSTACK_LAB_PREFIX:-nimstack-awx}
 export NIMSTACK_LAB_SUBNET=${NIMSTACK_LAB_SUBNET:-172.30.81.0/24}
 export NIMSTACK_LAB_DIR=${NIMSTACK_LAB_DIR:-$repo/build/lab-awx}
-lab=scripts/lab/lab.sh
 work=$repo/build/awx-test
 pdd=$work/pdd
 archive=$repo/build/standin-awx/nim-standin.tar
-leader=$NIMSTACK_LAB_PREFIX-1
-container=nim-default
 job_timeout=${AWX_TEST_JOB_TIMEOUT:-900}
-export PATH=$repo/.venv/bin:$PATH ANSIBLE_NOCOLOR=1 NO_COLOR=1
+export PATH=$repo/.venv/bin:$PATH
+# shellcheck source=scripts/lib-lab-test.sh
+source "$repo/scripts/lib-lab-test.sh"
 # AWX runs ansible-playbook in the project directory with no ANSIBLE_CONFIG: the project's own
 # ansible.cfg applies, as it does here.
 unset ANSIBLE_CONFIG ANSIBLE_CACHE_PLUGIN_CONNECTION
 
-t_start=$SECONDS
-step() { printf '\n== %s (t=%ds)\n' "$*" "$((SECONDS - t_start))"; }
-fail() { echo "test-awx.sh: FAILED: $*" >&2; exit 1; }
-on() { local host=$1; shift; docker exec "$host" "$@"; }
-
-lab_down() { scripts/lab/model-source.sh down >/dev/null && "$lab" down; }
 trap '[[ -n "${LAB_KEEP:-}" ]] || lab_down >/dev/null 2>&1 || true' EXIT
 
 # A job as AWX launches it from a job template of playbooks/awx/vars/objects.yml: ansible-runner
@@ -73,17 +66,7 @@ EOF
 }
 
 step "fresh lab $NIMSTACK_LAB_PREFIX ($NIMSTACK_LAB_SUBNET), model source and stand-in image archive"
-scripts/lab/ensure-docker.sh
-lab_down >/dev/null 2>&1 || true
-t=$SECONDS
-"$lab" up 3 >/dev/null
-scripts/lab/model-source.sh up >/dev/null
-scripts/lab/model-source.sh reset >/dev/null
-image=$(scripts/lab/build-standin.sh --archive "$archive")
-mkdir -p "$NIMSTACK_LAB_DIR/shared/.images"
-ln -f "$archive" "$NIMSTACK_LAB_DIR/shared/.images/nim-standin.tar" 2>/dev/null \
-  || cp "$archive" "$NIMSTACK_LAB_DIR/shared/.images/nim-standin.tar"
-echo "   lab up, $image shipped as an archive: $((SECONDS - t)) s"
+lab_fresh "$archive"
 
 step "private data dir as AWX writes it"
 rm -rf "$work"

@@ -82,7 +82,7 @@ contract_round() {
 trap '[[ -n "${LAB_KEEP:-}" ]] || lab_down >/dev/null 2>&1 || true' EXIT
 
 step "fresh lab, model source and stand-in image archive"
-lab_fresh
+lab_fresh build/standin/nim-standin.tar
 
 step "auto with a tag that is no NIM release is refused before any host changes"
 if play "$logs/auto-refused.log" -e nim_launch_contract=auto; then fail "auto accepted the stand-in's tag"; fi

@@ -41,7 +41,7 @@ expect_refused() {
 trap '[[ -n "${LAB_KEEP:-}" ]] || lab_down >/dev/null 2>&1 || true' EXIT
 
 step "fresh lab, model source and stand-in image archive"
-lab_fresh
+lab_fresh build/standin/nim-standin.tar
 
 step "bad input fails before any host changes"
 expect_refused layout "nim_tensor_parallel=3" -e nim_tensor_parallel=3
