@@ -144,6 +144,10 @@ assert any(f["check"] == "port" and f["host"] == sys.argv[2] and "TCP 8000 " in 
            for f in json.load(open(sys.argv[1]))["failures"])' "$logs/fault-port.json" "${workers[0]}" \
   || fail "fault 'port': the report does not name port 8000 on ${workers[0]}"
 on "${workers[0]}" nft delete table inet "$nft_table"
+# Nobody could reach the blocked port, so its listener waited for peers that never came: it must
+# still be gone with the run, or the next run finds the port taken (CI saw exactly that).
+left=$(on "${workers[0]}" ss -Hltn 'sport = :8000')
+[[ -z $left ]] || fail "a doctor listener outlived its run on ${workers[0]}: $left"
 
 step "fault: a worker without the deployment key"
 on "${workers[1]}" sh -c "mkdir -p /root/mesh-aside && mv $mesh/private.key $mesh/authorized_keys /root/mesh-aside/"

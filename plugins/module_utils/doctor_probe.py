@@ -162,10 +162,11 @@ def port_free(port, address='0.0.0.0'):
         sock.close()
 
 
-def listen(ports, peers, window, address='0.0.0.0', clock=time.time):
-    """Accept TCP connections on ``ports`` until every peer address connected to every port or
-    ``window`` seconds passed. A port something else already listens on is left to it (a running
-    NIM container answers for itself). Returns {port: {state: listening|in_use|error, seen: [...]}}.
+def listen(ports, peers, window, address='0.0.0.0', clock=time.time, stopped=None):
+    """Accept TCP connections on ``ports`` until every peer address connected to every port,
+    ``window`` seconds passed or ``stopped()`` is true (checked twice a second). A port something
+    else already listens on is left to it (a running NIM container answers for itself).
+    Returns {port: {state: listening|in_use|error, seen: [...]}}.
     """
     deadline = clock() + float(window)
     sockets = {}
@@ -191,7 +192,7 @@ def listen(ports, peers, window, address='0.0.0.0', clock=time.time):
             if all(wanted <= set(result[p]['seen']) for p in sockets.values()):
                 break
             left = deadline - clock()
-            if left <= 0:
+            if left <= 0 or (stopped is not None and stopped()):
                 break
             readable = select.select(list(sockets), [], [], min(left, 0.5))[0]
             for sock in readable:

@@ -70,6 +70,11 @@ options:
       - With O(state=listen), the longest the listener and the sshd wait for the peers, in seconds.
     type: float
     default: 30
+  stop_file:
+    description:
+      - With O(state=listen), the listener and the sshd also end as soon as this file exists, so that
+        a node that never connects does not keep the ports past the doctor's run.
+    type: path
   timeout:
     description:
       - With O(state=check), the time every connect and every SSH login may take, in seconds.
@@ -214,6 +219,7 @@ cache_read:
   type: dict
 '''
 
+import os
 import socket
 import time
 
@@ -232,6 +238,11 @@ def _resolve(address):
 def _listen(module, peers, numbers):
     p = module.params
     deadline = time.time() + p['window']
+    stop_file = p['stop_file']
+
+    def stopped():
+        return bool(stop_file) and os.path.exists(stop_file)
+
     proc = None
     result = {}
     if p['sshd']:
@@ -241,15 +252,16 @@ def _listen(module, peers, numbers):
                 doctor_probe.sshd_command(s['binary'], s['port'], s['host_key'], s['authorized_keys']))
         except OSError as exc:
             result['sshd'] = {'rc': None, 'error': str(exc)}
-    listeners = doctor_probe.listen(numbers, [_resolve(r.get('address')) for r in peers], p['window'])
+    listeners = doctor_probe.listen(numbers, [_resolve(r.get('address')) for r in peers], p['window'],
+                                    stopped=stopped)
     result['listeners'] = dict((str(k), v) for k, v in listeners.items())
     if proc is not None:
-        while proc.poll() is None and time.time() < deadline:
+        while proc.poll() is None and time.time() < deadline and not stopped():
             time.sleep(0.2)
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-            result['sshd'] = {'rc': None, 'error': 'nobody logged in within the window'}
+            result['sshd'] = {'rc': None, 'error': 'nobody logged in within the window' if not stopped() else 'stopped: nobody logged in before the checks ended'}
         else:
             result['sshd'] = {'rc': proc.returncode, 'error': ''}
     return result
@@ -282,6 +294,7 @@ def main():
             port_sample=dict(type='int', default=4),
             ray_ports=dict(type='list', elements='int', default=list(doctor.RAY_PORT_SAMPLE)),
             window=dict(type='float', default=30),
+            stop_file=dict(type='path'),
             timeout=dict(type='float', default=5),
             sshd=dict(type='dict', options=dict(
                 binary=dict(type='path', required=True),

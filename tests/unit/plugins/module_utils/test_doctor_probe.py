@@ -113,6 +113,25 @@ def test_listen_and_connect_measure_reachability_and_clock():
     assert all(out[p]['state'] == 'listening' and out[p]['seen'] == ['127.0.0.1'] for p in ports)
 
 
+def test_listener_ends_when_stopped_and_frees_its_port():
+    # A peer that never connects (a firewall drops it) must not keep the port for the whole
+    # window: a doctor run right after it would find the port taken by a stale listener.
+    port = _free_port()
+    flag = threading.Event()
+    out = {}
+    thread = threading.Thread(target=lambda: out.update(
+        doctor_probe.listen([port], ['192.0.2.1'], 60, '127.0.0.1', stopped=flag.is_set)))
+    thread.start()
+    time.sleep(0.3)
+    assert thread.is_alive()
+    started = time.time()
+    flag.set()
+    thread.join(5)
+    assert not thread.is_alive() and time.time() - started < 2
+    assert out[port] == {'state': 'listening', 'seen': []}
+    assert doctor_probe.port_free(port, '127.0.0.1')
+
+
 def test_port_already_listened_on_is_left_to_its_owner():
     owner = socket.socket()
     owner.bind(('127.0.0.1', 0))
