@@ -45,23 +45,26 @@ sanity: deps
 molecule: deps
 	scripts/test-molecule.sh
 
+# The lab-based tests hand one lab on: test-lab.sh prepares it and keeps it (LAB_KEEP), the
+# Docker path and contract tests take it as it is (LAB_REUSE) instead of preparing fresh hosts
+# again, and the contract test takes it down at the end, checking that nothing is left.
 lab-test: deps
-	scripts/test-lab.sh
+	LAB_KEEP=1 scripts/test-lab.sh
 
 # The lab's stand-in NIM image speaking the mpi contract for real across three containers.
 standin-test: deps
 	scripts/lab/ensure-docker.sh
 	scripts/lab/test-standin.sh
 
-# site.yml on a fresh 3-host lab with the stand-in image: ready, smoke test, idempotence, bad
+# site.yml on the prepared 3-host lab with the stand-in image: ready, smoke test, idempotence, bad
 # input, a worker down before and killed after the rollout, teardown.
 docker-path-test: deps
-	scripts/test-docker-path.sh
+	LAB_REUSE=1 LAB_KEEP=1 scripts/test-docker-path.sh
 
 # The same inventory under ray and leader_address (and switched to mpi and back): serving, re-run
 # idempotent, a killed worker recovered by the next run, nothing of the old contract left.
 contracts-test: deps
-	scripts/test-contracts.sh
+	LAB_REUSE=1 scripts/test-contracts.sh
 
 # The preflight doctor on a 3-host lab of its own: a healthy lab passes within a minute; a worker
 # with other GPUs, a port blocked by nftables, a missing deployment key and an unshared cache are

@@ -65,16 +65,42 @@ lab_addr() { docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}
 # The model source sits on the lab's network: it goes first, or the network cannot be removed.
 lab_down() { scripts/lab/model-source.sh down >/dev/null && "$lab" down; }
 
+# Whether the lab's three hosts run and its inventory is there.
+lab_running() {
+  [[ -f $inventory ]] || return 1
+  local states
+  states=$(docker inspect -f '{{.State.Running}}' "$leader" "${workers[@]}" 2>/dev/null) || return 1
+  [[ $(grep -c '^true$' <<<"$states") -eq 3 ]]
+}
+
+# Take the lab down and prove that nothing of it is left: containers, volumes, network, files.
+lab_down_clean() {
+  lab_down
+  local left vols
+  left=$(docker ps -aq --filter "label=nimstack.lab=$prefix" | wc -l)
+  vols=$(docker volume ls -q --filter "name=^$prefix-[0-9]+-docker\$" | wc -l)
+  ((left == 0 && vols == 0)) || fail "lab down left $left containers and $vols volumes"
+  ! docker network inspect "$prefix" >/dev/null 2>&1 || fail "lab down left the network $prefix"
+  [[ ! -e $NIMSTACK_LAB_DIR ]] || fail "lab down left $NIMSTACK_LAB_DIR"
+  echo "   lab down: nothing left"
+}
+
 # A fresh lab of 3 hosts, the model source (its download counter reset) and the stand-in image
 # as an archive on the shared path; sets image and play_args to pin its tag. $1 is where the
 # archive is kept between runs (a build of the same recipe is not saved again).
+# With LAB_REUSE set, a lab whose three hosts already run (the one test-lab.sh or an earlier test
+# left with LAB_KEEP) is taken as it is: `make test` prepares one lab and hands it on.
 lab_fresh() {
   local archive=$1
   scripts/lab/ensure-docker.sh
-  lab_down
   local t=$SECONDS
-  "$lab" up 3 >/dev/null
-  echo "   lab up 3: $((SECONDS - t)) s"
+  if [[ -n ${LAB_REUSE:-} ]] && lab_running; then
+    echo "   LAB_REUSE: the running lab $prefix is used as it is"
+  else
+    lab_down
+    "$lab" up 3 >/dev/null
+    echo "   lab up 3: $((SECONDS - t)) s"
+  fi
   t=$SECONDS
   scripts/lab/model-source.sh up >/dev/null
   scripts/lab/model-source.sh reset >/dev/null

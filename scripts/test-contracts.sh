@@ -2,8 +2,9 @@
 # The three launch contracts on one 3-host lab (TP 1, PP 3), changing only nim_launch_contract,
 # with the stand-in image that speaks each for real (docs/lab-standin.md):
 #   1. auto on an image tag that is no release version is refused before any host changes;
-#   2. ray on a fresh lab: serving, every worker in the leader's log, no SSH mesh or hostfile,
-#      a re-run changes nothing, a worker killed after the rollout: the next run restarts the
+#   2. ray on the lab (a fresh one, or with LAB_REUSE the one test-docker-path.sh left): serving,
+#      every worker in the leader's log, no SSH mesh or hostfile, a re-run of the deployment
+#      changes nothing, a worker killed after the rollout: the next run restarts the
 #      group as a whole, says so, and it serves again;
 #   3. the same under leader_address, switched to from the running ray group;
 #   4. switched to mpi (the mesh and hostfile appear), then back to ray: no key, hostfile or
@@ -13,6 +14,9 @@
 #
 #   scripts/test-contracts.sh               the whole test
 #   LAB_KEEP=1 scripts/test-contracts.sh    leave the lab up for a look
+#   LAB_REUSE=1 scripts/test-contracts.sh   use the running lab (make test: the one the Docker
+#                                           path test left), else a fresh one
+# Without LAB_KEEP the lab goes down at the end, and nothing of it may be left.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -62,8 +66,9 @@ contract_round() {
   workers_in_leader_log "$contract"
   no_mpi_leftovers "$contract"
 
+  # site.yml's own re-run is test-docker-path.sh's; here the contract's deployment is re-run.
   step "$contract: a re-run changes nothing"
-  play_ok "$logs/site-$contract-2.log" -e "nim_launch_contract=$contract"
+  PLAYBOOK=playbooks/deploy_docker.yml play_ok "$logs/site-$contract-2.log" -e "nim_launch_contract=$contract"
   local changed
   changed=$(recap changed "$logs/site-$contract-2.log")
   ((changed == 0)) || { grep -B3 '^changed:' "$logs/site-$contract-2.log" | head -30; fail "the re-run under $contract changed $changed"; }
@@ -114,5 +119,8 @@ done
 echo "   one container per host, no mesh, no hostfile"
 
 trap - EXIT
-[[ -n "${LAB_KEEP:-}" ]] || lab_down
+if [[ -z "${LAB_KEEP:-}" ]]; then
+  step "the lab goes down and leaves nothing behind"
+  lab_down_clean
+fi
 echo "test-contracts.sh: passed in $((SECONDS - t_start)) s"

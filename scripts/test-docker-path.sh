@@ -15,7 +15,9 @@
 # Every wait is bounded; timings are printed.
 #
 #   scripts/test-docker-path.sh               the whole test
-#   LAB_KEEP=1 scripts/test-docker-path.sh    leave the lab up for a look
+#   LAB_KEEP=1 scripts/test-docker-path.sh    leave the lab up for a look (or for the next test)
+#   LAB_REUSE=1 scripts/test-docker-path.sh   start from the running lab (make test: the one
+#                                             test-lab.sh prepared), else a fresh one
 #   NIMSTACK_LAB_PREFIX=nd NIMSTACK_LAB_SUBNET=172.30.79.0/24 NIMSTACK_LAB_DIR=$PWD/build/lab-nd \
 #     scripts/test-docker-path.sh               a lab of its own beside another one
 set -euo pipefail
