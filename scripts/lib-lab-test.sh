@@ -19,6 +19,8 @@ container=nim-default
 boot_timeout=${LAB_TEST_BOOT_TIMEOUT:-90}
 export ANSIBLE_CONFIG=$repo/ansible.cfg ANSIBLE_NOCOLOR=1 NO_COLOR=1
 export ANSIBLE_CACHE_PLUGIN_CONNECTION=$NIMSTACK_LAB_DIR/facts
+# Every log ends with its slowest tasks: where a slow run spent its time.
+export ANSIBLE_CALLBACKS_ENABLED=${ANSIBLE_CALLBACKS_ENABLED:-ansible.posix.profile_tasks}
 mkdir -p build/collections/ansible_collections/nimstack
 ln -sfn ../../../.. build/collections/ansible_collections/nimstack/multinode
 
