@@ -9,9 +9,9 @@ COLLECTION_LINK := build/collections/ansible_collections/nimstack/multinode
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: test deps link lint units k8s build-check sanity molecule lab-test standin-test docker-path-test contracts-test docs-check awx-test doctor-test lab lab-down clean
+.PHONY: test labs deps link lint units k8s build-check sanity molecule lab-test standin-test docker-path-test contracts-test docs-check awx-test doctor-test lab lab-down clean
 
-test: deps lint units k8s build-check sanity docs-check molecule lab-test standin-test docker-path-test contracts-test awx-test doctor-test
+test: deps lint units k8s build-check sanity docs-check molecule labs
 
 deps: $(VENV)/.deps-stamp link
 
@@ -44,6 +44,10 @@ sanity: deps
 # Roles on real systemd hosts (Docker, built locally): molecule per role, then the lab end to end.
 molecule: deps
 	scripts/test-molecule.sh
+
+# Every lab-based step below, in two streams at once (scripts/test-labs.sh says which).
+labs: deps
+	scripts/test-labs.sh
 
 # The lab-based tests hand one lab on: test-lab.sh prepares it and keeps it (LAB_KEEP), the
 # Docker path and contract tests take it as it is (LAB_REUSE) instead of preparing fresh hosts

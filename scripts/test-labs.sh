@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The lab-based steps of `make test`, in two streams at once: most of their time is spent waiting
+# (containers starting, readiness, bounded waits), not computing, so two streams on a 2-core
+# machine take far less than one after the other. Each stream's lines are prefixed with its name
+# and printed as they come.
+#
+#   stream a: lab-test -> docker-path-test -> contracts-test   (one lab, prepared once, handed on)
+#   stream b: every other lab step, each on a lab of its own (own prefix and subnet)
+#
+# A stream stops at its first failing step; the other goes on. Exits non-zero when any step
+# failed, naming it.
+#
+#   scripts/test-labs.sh
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+
+stream_a=(lab-test docker-path-test contracts-test)
+stream_b=(standin-test doctor-test awx-test security-test)
+
+# What both streams need is made once, before they start: the Docker engine, the lab's host
+# image and the stand-in image with its archive (two builds of one archive would race).
+scripts/lab/ensure-docker.sh
+scripts/lab/build-image.sh >/dev/null
+scripts/lab/build-standin.sh --archive build/standin/nim-standin.tar >/dev/null
+
+mkdir -p build/test-labs
+stream() {
+  local name=$1 target t; shift
+  for target in "$@"; do
+    t=$SECONDS
+    if make --no-print-directory "$target"; then
+      echo "== $target passed in $((SECONDS - t)) s"
+    else
+      echo "== $target FAILED after $((SECONDS - t)) s"
+      echo "$target" >"build/test-labs/$name.failed"
+      return 1
+    fi
+  done
+}
+
+rm -f build/test-labs/*.failed
+start=$SECONDS
+(stream a "${stream_a[@]}" 2>&1 | sed -u 's/^/[a] /') &
+a=$!
+(stream b "${stream_b[@]}" 2>&1 | sed -u 's/^/[b] /') &
+b=$!
+wait "$a" || true
+wait "$b" || true
+
+failed=$(cat build/test-labs/*.failed 2>/dev/null || true)
+if [[ -n "$failed" ]]; then
+  echo "test-labs.sh: FAILED: $(tr '\n' ' ' <<<"$failed")after $((SECONDS - start)) s" >&2
+  exit 1
+fi
+echo "test-labs.sh: every lab step passed in $((SECONDS - start)) s"
