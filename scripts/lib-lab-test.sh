@@ -65,16 +65,16 @@ lab_addr() { docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}
 # The model source sits on the lab's network: it goes first, or the network cannot be removed.
 lab_down() { scripts/lab/model-source.sh down >/dev/null && "$lab" down; }
 
-# A fresh lab of 3 hosts, the model source (its download counter reset) and the stand-in image
-# as an archive on the shared path; sets image and play_args to pin its tag. $1 is where the
+# A fresh lab of 3 hosts (or $2), the model source (its download counter reset) and the stand-in
+# image as an archive on the shared path; sets image and play_args to pin its tag. $1 is where the
 # archive is kept between runs (a build of the same recipe is not saved again).
 lab_fresh() {
-  local archive=$1
+  local archive=$1 hosts=${2:-3}
   scripts/lab/ensure-docker.sh
   lab_down
   local t=$SECONDS
-  "$lab" up 3 >/dev/null
-  echo "   lab up 3: $((SECONDS - t)) s"
+  "$lab" up "$hosts" >/dev/null
+  echo "   lab up $hosts: $((SECONDS - t)) s"
   t=$SECONDS
   scripts/lab/model-source.sh up >/dev/null
   scripts/lab/model-source.sh reset >/dev/null

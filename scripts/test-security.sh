@@ -1,0 +1,229 @@
+#!/usr/bin/env bash
+# Issue 12 on a 4-host lab: two 2-node deployment groups in one inventory, `a` under mpi (hosts
+# 1, 2) and `b` under ray (hosts 3, 4), one site.yml run (with -vvv and a stand-in NGC key), then:
+#   1. while both serve, from the other group's hosts the worker's sshd (2222), the Ray head, an
+#      MPI and a Ray port a worker listens on and the API from a source outside
+#      nim_api_allowed_cidrs are closed; from members (and an allowed source, for the API) open;
+#   2. no Ray token, deployment key or NGC key in the -vvv output, in any process's arguments on
+#      the hosts, or in a file on them that is not 0600/0400;
+#   3. a re-run of deploy_docker.yml changes nothing;
+#   4. firewall switched off (its table goes, every other table stays byte-identical): a Ray driver
+#      without the token is refused, with it connects; the deployment key from a non-member is
+#      refused by the worker's sshd, from a member accepted;
+#   5. firewall on again, then teardown.yml: no table, no ruleset file, no token, no key, and the
+#      other tables as before.
+# Every connect and wait is bounded; timings are printed.
+#
+#   scripts/test-security.sh               the whole test
+#   LAB_KEEP=1 scripts/test-security.sh    leave the lab up for a look
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+logs=build/security-test
+mkdir -p "$logs"
+# shellcheck source=scripts/lib-lab-test.sh
+source "$repo/scripts/lib-lab-test.sh"
+
+h1=$prefix-1 h2=$prefix-2 h3=$prefix-3 h4=$prefix-4
+hosts=("$h1" "$h2" "$h3" "$h4")
+group_dir=/etc/nimstack/nim
+rules=/etc/nimstack/nftables-nimstack.nft
+
+# Bounded TCP connects from one host, all at once: prints "ip:port open|closed" per target.
+probe() {
+  local from=$1; shift
+  on "$from" python3 - "$@" <<'EOF'
+import socket, sys, threading
+out = {}
+def one(target):
+    host, port = target.rsplit(':', 1)
+    s = socket.socket()
+    s.settimeout(3)
+    try:
+        s.connect((host, int(port)))
+        out[target] = 'open'
+    except OSError as exc:
+        out[target] = 'closed (%s)' % type(exc).__name__
+    finally:
+        s.close()
+threads = [threading.Thread(target=one, args=(t,)) for t in sys.argv[1:]]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+for t in sys.argv[1:]:
+    print(t, out[t])
+EOF
+}
+# expect FROM open|closed TARGET...
+expect() {
+  local from=$1 want=$2 line; shift 2
+  while read -r line; do
+    echo "   from $from: $line"
+    [[ "${line#* }" == "$want"* ]] || fail "$from -> ${line%% *}: expected $want, got ${line#* }"
+  done < <(probe "$from" "$@")
+}
+# A TCP port a rank listens on (not loopback) in a range, read from /proc/net/tcp.
+listening_in() {
+  on "$1" python3 - "$2" "$3" <<'EOF'
+import sys
+lo, hi = int(sys.argv[1]), int(sys.argv[2])
+for line in open('/proc/net/tcp').readlines()[1:]:
+    f = line.split()
+    addr, port = f[1].split(':')
+    if f[3] == '0A' and addr != '0100007F' and lo <= int(port, 16) <= hi:
+        print(int(port, 16))
+        break
+EOF
+}
+# The ruleset without our table and without counters (Docker's counters move).
+others() { on "$1" sh -c 'nft -s list ruleset 2>/dev/null' | awk '/^table inet nimstack /{skip=1} !skip{print} skip&&/^}/{skip=0}'; }
+has_table() { on "$1" sh -c 'nft list tables 2>/dev/null' | grep -qx 'table inet nimstack'; }
+
+trap '[[ -n "${LAB_KEEP:-}" ]] || lab_down >/dev/null 2>&1 || true' EXIT
+
+step "fresh 4-host lab, model source and stand-in image archive"
+lab_fresh build/standin/nim-standin.tar 4
+a1=$(lab_addr "$h1") a2=$(lab_addr "$h2") a3=$(lab_addr "$h3") a4=$(lab_addr "$h4")
+
+# Two groups of two (PP 2 each); the API open to hosts 1 and 3 only (besides members). Host vars:
+# the lab-docker overlay sets PP 3 for the whole group nim_nodes.
+vars="nim_pipeline_parallel: 2, nim_api_allowed_cidrs: [\"$a1/32\", \"$a3\"]"
+cat >"$NIMSTACK_LAB_DIR/security.yml" <<EOF
+all:
+  hosts:
+    $h1: {nim_group: a, nim_node_rank: 0, nim_launch_contract: mpi, $vars}
+    $h2: {nim_group: a, nim_node_rank: 1, nim_launch_contract: mpi, $vars}
+    $h3: {nim_group: b, nim_node_rank: 0, nim_launch_contract: ray, $vars}
+    $h4: {nim_group: b, nim_node_rank: 1, nim_launch_contract: ray, $vars}
+EOF
+# A stand-in NGC key from a file (not on any command line): it must leak nowhere either.
+ngc_key="nvapi-sectest-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
+umask 077
+printf 'nim_ngc_api_key: %s\n' "$ngc_key" >"$NIMSTACK_LAB_DIR/ngc.yml"
+umask 022
+play_args+=(-i "$NIMSTACK_LAB_DIR/security.yml" -e "@$NIMSTACK_LAB_DIR/ngc.yml")
+
+step "site.yml -vvv: both groups, firewall and Ray token on by default"
+play_ok "$logs/site.log" -vvv
+for g in a:"$h1" b:"$h3"; do
+  docker exec -i "${g#*:}" python3 - 127.0.0.1 8000 'Say hi' 8 20 <roles/nim_docker/files/nim_smoke.py >"$logs/smoke-${g%%:*}.json" 2>&1 \
+    && grep -q '2 ranks answered' "$logs/smoke-${g%%:*}.json" \
+    || { cat "$logs/smoke-${g%%:*}.json"; fail "group ${g%%:*} does not serve"; }
+  echo "   group ${g%%:*}: $(cut -c1-150 "$logs/smoke-${g%%:*}.json")"
+done
+for h in "${hosts[@]}"; do
+  has_table "$h" || fail "$h: no table inet nimstack"
+  others "$h" >"$logs/others-on-$h.nft"
+done
+echo "   table inet nimstack on all 4 hosts; $h1's file is $(on "$h1" stat -c '%U %a' "$rules")"
+
+step "while both serve: each group's ports closed to the other's hosts, open to its members"
+mpi_port=$(listening_in "$h2" 32768 60999)
+ray_port=$(listening_in "$h4" 10002 60999)
+[[ -n "$mpi_port" && -n "$ray_port" ]] || fail "no listening rank port found on $h2 ($mpi_port) or $h4 ($ray_port)"
+echo "   $h2 (mpi worker) listens on $mpi_port, $h4 (ray worker) on $ray_port"
+t=$SECONDS
+expect "$h3" closed "$a2:2222" "$a2:$mpi_port"
+expect "$h1" open "$a2:2222" "$a2:$mpi_port"
+expect "$h1" closed "$a3:6379" "$a4:$ray_port"
+expect "$h3" open "$a4:$ray_port"
+expect "$h4" open "$a3:6379"
+# The API: host 3 is in nim_api_allowed_cidrs, host 4 is not (for a); host 1 is, host 2 not (b).
+expect "$h3" open "$a1:8000"
+expect "$h4" closed "$a1:8000"
+expect "$h1" open "$a3:8000"
+expect "$h2" closed "$a3:8000"
+on "$h3" python3 -c "import urllib.request as u; assert u.urlopen('http://$a1:8000/v1/models', timeout=5).status == 200" \
+  || fail "the allowed source $h3 gets no answer from a's API"
+echo "   $h3 reads a's /v1/models; probes took $((SECONDS - t)) s"
+
+step "no token, deployment key or NGC key in the -vvv output, in process arguments or in open files"
+token=$(on "$h3" cat "$group_dir/b/ray-token")
+[[ ${#token} -ge 32 ]] || fail "the Ray token on $h3 is ${#token} characters"
+[[ "$(on "$h4" cat "$group_dir/b/ray-token")" == "$token" ]] || fail "$h3 and $h4 hold different Ray tokens"
+key_line=$(on "$h1" sed -n 2p /etc/nimstack/mesh/a/private.key)
+[[ ${#key_line} -ge 40 ]] || fail "no deployment key body on $h1"
+for secret in "$token" "$key_line" "$ngc_key"; do
+  ! grep -qF -- "$secret" "$logs/site.log" || fail "a secret (${secret:0:6}...) is in the -vvv output"
+done
+echo "   $(wc -l <"$logs/site.log") lines of -vvv output: none of the three secrets"
+for h in "${hosts[@]}"; do
+  on "$h" sh -c 'cat /proc/[0-9]*/cmdline 2>/dev/null | tr "\0" " "' >"$logs/args-$h.txt"
+  for secret in "$token" "$key_line" "$ngc_key"; do
+    ! grep -qF -- "$secret" "$logs/args-$h.txt" || fail "$h: a secret (${secret:0:6}...) is in a process's arguments"
+  done
+  # Every file holding one: only owner-readable (Docker's own container config under
+  # /var/lib/docker holds the env file's content: see README, Security).
+  # The secrets go in on stdin: an argument would put them in the process list.
+  printf '%s\n' "$token" "$key_line" "$ngc_key" | docker exec -i "$h" sh -c 'cat >/root/.sectest-patterns; chmod 600 /root/.sectest-patterns
+    grep -rlsF -f /root/.sectest-patterns /etc /opt /root /home /tmp /var/tmp /var/log /var/lib/docker/containers /run 2>/dev/null |
+    grep -vx /root/.sectest-patterns | sort -u | while read -r f; do echo "$(stat -c %a "$f") $f"; done
+    rm -f /root/.sectest-patterns' >"$logs/files-$h.txt" || true
+  if grep -Ev '^(600|400) ' "$logs/files-$h.txt"; then fail "$h: a secret is in a file others may read"; fi
+  echo "   $h: $(wc -l <"$logs/files-$h.txt") files hold a secret, all 0600/0400: $(awk '{print $2}' "$logs/files-$h.txt" | sed 's|/var/lib/docker/containers/[^/]*/|<container>/|' | sort -u | tr '\n' ' ')"
+done
+on "$h3" docker inspect -f '{{json .Config.Env}}' nim-b | grep -q 'RAY_AUTH_TOKEN_PATH=' || fail "nim-b has no RAY_AUTH_TOKEN_PATH"
+
+step "a re-run changes nothing"
+PLAYBOOK=playbooks/deploy_docker.yml play_ok "$logs/rerun.log" --skip-tags doctor
+changed=$(recap changed "$logs/rerun.log")
+((changed == 0)) || { grep -B3 '^changed:' "$logs/rerun.log" | head -30; fail "the re-run changed $changed"; }
+
+step "firewall switched off: only our table goes"
+PLAYBOOK=playbooks/deploy_docker.yml play_ok "$logs/firewall-off.log" --tags nim_firewall -e nim_group_firewall=false
+log_says "$logs/firewall-off.log" "runs without its firewall (nim_group_firewall=false)" || fail "no warning that the firewall is off"
+for h in "${hosts[@]}"; do
+  ! has_table "$h" || fail "$h: table inet nimstack left with the firewall off"
+  others "$h" >"$logs/others-off-$h.nft"
+  cmp -s "$logs/others-on-$h.nft" "$logs/others-off-$h.nft" || { diff "$logs/others-on-$h.nft" "$logs/others-off-$h.nft" | head; fail "$h: other tables changed"; }
+done
+echo "   no table on any host; the other tables byte-identical ($(wc -l <"$logs/others-off-$h1.nft") lines on $h1)"
+
+step "firewall off: the Ray head refuses a driver without the token, admits one with it"
+driver='import ray, sys
+ray.init(address=sys.argv[1], log_to_driver=False)
+print("connected, %d nodes" % len([n for n in ray.nodes() if n["Alive"]]))
+ray.shutdown()'
+t=$SECONDS
+if on "$h4" timeout 120 docker exec nim-b env -u RAY_AUTH_MODE -u RAY_AUTH_TOKEN_PATH \
+     /opt/nim/venv/bin/python -c "$driver" "$a3:6379" >"$logs/driver-no-token.log" 2>&1; then
+  tail -5 "$logs/driver-no-token.log"; fail "a driver without the token connected to b's Ray head"
+fi
+grep -qiE 'auth|token' "$logs/driver-no-token.log" || { tail -15 "$logs/driver-no-token.log"; fail "the driver failed, but not for want of the token"; }
+echo "   without: refused in $((SECONDS - t)) s: $(grep -iE 'auth|token' "$logs/driver-no-token.log" | tail -1 | cut -c1-160)"
+t=$SECONDS
+on "$h4" timeout 180 docker exec nim-b /opt/nim/venv/bin/python -c "$driver" "$a3:6379" >"$logs/driver-token.log" 2>&1 \
+  || { tail -15 "$logs/driver-token.log"; fail "a driver with the token did not connect"; }
+echo "   with the token: $(grep connected "$logs/driver-token.log") in $((SECONDS - t)) s"
+
+step "firewall off: the worker's sshd refuses the deployment key from a non-member"
+on "$h1" cat /etc/nimstack/mesh/a/private.key | on "$h3" sh -c 'umask 077; cat >/root/sectest.key'
+ssh_opts=(-p 2222 -o BatchMode=yes -o ConnectTimeout=5 -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR)
+if on "$h3" timeout 20 ssh -i /root/sectest.key "${ssh_opts[@]}" "nim@$a2" true >"$logs/ssh-outsider.log" 2>&1; then
+  on "$h3" rm -f /root/sectest.key; fail "$h2's sshd accepted the deployment key from $h3"
+fi
+on "$h3" rm -f /root/sectest.key
+grep -q 'Permission denied' "$logs/ssh-outsider.log" || { cat "$logs/ssh-outsider.log"; fail "the outsider's ssh failed, but not with Permission denied"; }
+on "$h1" timeout 20 ssh -i /etc/nimstack/mesh/a/private.key "${ssh_opts[@]}" "nim@$a2" true \
+  || fail "$h2's sshd refused the deployment key from the member $h1"
+echo "   from $h3: $(head -1 "$logs/ssh-outsider.log"); from $h1: accepted"
+
+step "firewall on again, then teardown.yml"
+PLAYBOOK=playbooks/deploy_docker.yml play_ok "$logs/firewall-on.log" --tags nim_firewall
+for h in "${hosts[@]}"; do has_table "$h" || fail "$h: the firewall did not come back"; done
+PLAYBOOK=playbooks/teardown.yml play_ok "$logs/teardown.log"
+for h in "${hosts[@]}"; do
+  ! has_table "$h" || fail "$h: table inet nimstack left after teardown"
+  for f in "$rules" /etc/systemd/system/nimstack-firewall.service "$group_dir" /etc/nimstack/mesh; do
+    ! on "$h" test -e "$f" || fail "$h: $f left after teardown"
+  done
+  others "$h" >"$logs/others-after-$h.nft"
+  cmp -s "$logs/others-on-$h.nft" "$logs/others-after-$h.nft" || { diff "$logs/others-on-$h.nft" "$logs/others-after-$h.nft" | head; fail "$h: other tables changed by teardown"; }
+done
+echo "   no table, ruleset file, unit, token or key on any host; the other tables byte-identical"
+
+trap - EXIT
+[[ -n "${LAB_KEEP:-}" ]] || lab_down
+rm -f "$NIMSTACK_LAB_DIR/ngc.yml"
+echo "test-security.sh: passed in $((SECONDS - t_start)) s"
