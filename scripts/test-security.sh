@@ -63,17 +63,22 @@ expect() {
     [[ "${line#* }" == "$want"* ]] || fail "$from -> ${line%% *}: expected $want, got ${line#* }"
   done < <(probe "$from" "$@")
 }
-# A TCP port a rank listens on (not loopback) in a range, read from /proc/net/tcp.
+# A TCP port a rank listens on (not loopback) in a range, from /proc/net/tcp and tcp6 (a
+# dual-stack socket bound to :: is listed in tcp6 only).
 listening_in() {
   on "$1" python3 - "$2" "$3" <<'EOF'
 import sys
 lo, hi = int(sys.argv[1]), int(sys.argv[2])
-for line in open('/proc/net/tcp').readlines()[1:]:
-    f = line.split()
-    addr, port = f[1].split(':')
-    if f[3] == '0A' and addr != '0100007F' and lo <= int(port, 16) <= hi:
-        print(int(port, 16))
-        break
+loopback = ('0100007F', '00000000000000000000000001000000')
+ports = set()
+for table in ('/proc/net/tcp', '/proc/net/tcp6'):
+    for line in open(table).readlines()[1:]:
+        f = line.split()
+        addr, port = f[1].split(':')
+        if f[3] == '0A' and addr not in loopback and lo <= int(port, 16) <= hi:
+            ports.add(int(port, 16))
+if ports:
+    print(min(ports))
 EOF
 }
 # The ruleset without our table and without counters (Docker's counters move).
