@@ -112,9 +112,10 @@ play_args+=(-i "$NIMSTACK_LAB_DIR/security.yml" -e "@$NIMSTACK_LAB_DIR/ngc.yml")
 step "site.yml -vvv: both groups, firewall and Ray token on by default"
 play_ok "$logs/site.log" -vvv
 for g in a:"$h1" b:"$h3"; do
-  docker exec -i "${g#*:}" python3 - 127.0.0.1 8000 'Say hi' 8 20 <roles/nim_docker/files/nim_smoke.py >"$logs/smoke-${g%%:*}.json" 2>&1 \
-    && grep -q '2 ranks answered' "$logs/smoke-${g%%:*}.json" \
-    || { cat "$logs/smoke-${g%%:*}.json"; fail "group ${g%%:*} does not serve"; }
+  if ! docker exec -i "${g#*:}" python3 - 127.0.0.1 8000 'Say hi' 8 20 <roles/nim_docker/files/nim_smoke.py \
+       >"$logs/smoke-${g%%:*}.json" 2>&1 || ! grep -q '2 ranks answered' "$logs/smoke-${g%%:*}.json"; then
+    cat "$logs/smoke-${g%%:*}.json"; fail "group ${g%%:*} does not serve"
+  fi
   echo "   group ${g%%:*}: $(cut -c1-150 "$logs/smoke-${g%%:*}.json")"
 done
 for h in "${hosts[@]}"; do
