@@ -204,7 +204,9 @@ on "$h4" timeout 180 docker exec nim-b /opt/nim/venv/bin/python -c "$driver" "$a
 echo "   with the token: $(grep connected "$logs/driver-token.log") in $((SECONDS - t)) s"
 
 step "firewall off: the worker's sshd refuses the deployment key from a non-member"
-on "$h1" cat /etc/nimstack/mesh/a/private.key | on "$h3" sh -c 'umask 077; cat >/root/sectest.key'
+on "$h1" cat /etc/nimstack/mesh/a/private.key | docker exec -i "$h3" sh -c 'umask 077; cat >/root/sectest.key'
+[[ "$(on "$h3" sha256sum /root/sectest.key | cut -d' ' -f1)" == "$(on "$h1" sha256sum /etc/nimstack/mesh/a/private.key | cut -d' ' -f1)" ]] \
+  || fail "the deployment key did not reach $h3 intact"
 ssh_opts=(-p 2222 -o BatchMode=yes -o ConnectTimeout=5 -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR)
 if on "$h3" timeout 20 ssh -i /root/sectest.key "${ssh_opts[@]}" "nim@$a2" true >"$logs/ssh-outsider.log" 2>&1; then
   on "$h3" rm -f /root/sectest.key; fail "$h2's sshd accepted the deployment key from $h3"
@@ -213,7 +215,8 @@ on "$h3" rm -f /root/sectest.key
 grep -q 'Permission denied' "$logs/ssh-outsider.log" || { cat "$logs/ssh-outsider.log"; fail "the outsider's ssh failed, but not with Permission denied"; }
 on "$h1" timeout 20 ssh -i /etc/nimstack/mesh/a/private.key "${ssh_opts[@]}" "nim@$a2" true \
   || fail "$h2's sshd refused the deployment key from the member $h1"
-echo "   from $h3: $(head -1 "$logs/ssh-outsider.log"); from $h1: accepted"
+why=$(on "$h2" docker logs nim-a 2>&1 | grep -m1 'not from a permitted host' || true)
+echo "   from $h3: $(head -1 "$logs/ssh-outsider.log") (sshd: ${why:-no reason logged}); from $h1: accepted"
 
 step "firewall on again, then teardown.yml"
 PLAYBOOK=playbooks/deploy_docker.yml play_ok "$logs/firewall-on.log" --tags nim_firewall
