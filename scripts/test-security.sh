@@ -7,8 +7,8 @@
 #   2. no Ray token, deployment key or NGC key in the -vvv output, in any process's arguments on
 #      the hosts, or in a file on them that is not 0600/0400;
 #   3. a re-run of deploy_docker.yml changes nothing;
-#   4. firewall switched off (its table goes, every other table stays byte-identical): a Ray driver
-#      without the token is refused, with it connects; the deployment key from a non-member is
+#   4. firewall switched off (its table goes, every other table stays byte-identical): a Ray client
+#      (ray status) without the token is refused, with it answers; the deployment key from a non-member is
 #      refused by the worker's sshd, from a member accepted;
 #   5. firewall on again, then teardown.yml: no table, no ruleset file, no token, no key, and the
 #      other tables as before.
@@ -32,7 +32,7 @@ rules=/etc/nimstack/nftables-nimstack.nft
 # Bounded TCP connects from one host, all at once: prints "ip:port open|closed" per target.
 probe() {
   local from=$1; shift
-  on "$from" python3 - "$@" <<'EOF'
+  docker exec -i "$from" python3 - "$@" <<'EOF'
 import socket, sys, threading
 out = {}
 def one(target):
@@ -66,7 +66,7 @@ expect() {
 # A TCP port a rank listens on (not loopback) in a range, from /proc/net/tcp and tcp6 (a
 # dual-stack socket bound to :: is listed in tcp6 only).
 listening_in() {
-  on "$1" python3 - "$2" "$3" <<'EOF'
+  docker exec -i "$1" python3 - "$2" "$3" <<'EOF'
 import sys
 lo, hi = int(sys.argv[1]), int(sys.argv[2])
 loopback = ('0100007F', '00000000000000000000000001000000')
@@ -125,13 +125,16 @@ done
 echo "   table inet nimstack on all 4 hosts; $h1's file is $(on "$h1" stat -c '%U %a' "$rules")"
 
 step "while both serve: each group's ports closed to the other's hosts, open to its members"
+# Open MPI's TCP BTL (from 1024 up) and its out-of-band channel (ephemeral) on the mpi worker.
+btl_port=$(listening_in "$h2" 1024 2047)
 mpi_port=$(listening_in "$h2" 32768 60999)
 ray_port=$(listening_in "$h4" 10002 60999)
-[[ -n "$mpi_port" && -n "$ray_port" ]] || fail "no listening rank port found on $h2 ($mpi_port) or $h4 ($ray_port)"
-echo "   $h2 (mpi worker) listens on $mpi_port, $h4 (ray worker) on $ray_port"
+[[ -n "$btl_port" && -n "$mpi_port" && -n "$ray_port" ]] \
+  || fail "no listening rank port found on $h2 ($btl_port, $mpi_port) or $h4 ($ray_port)"
+echo "   $h2 (mpi worker) listens on $btl_port and $mpi_port, $h4 (ray worker) on $ray_port"
 t=$SECONDS
-expect "$h3" closed "$a2:2222" "$a2:$mpi_port"
-expect "$h1" open "$a2:2222" "$a2:$mpi_port"
+expect "$h3" closed "$a2:2222" "$a2:$btl_port" "$a2:$mpi_port"
+expect "$h1" open "$a2:2222" "$a2:$btl_port" "$a2:$mpi_port"
 expect "$h1" closed "$a3:6379" "$a4:$ray_port"
 expect "$h3" open "$a4:$ray_port"
 expect "$h4" open "$a3:6379"
@@ -186,22 +189,20 @@ for h in "${hosts[@]}"; do
 done
 echo "   no table on any host; the other tables byte-identical ($(wc -l <"$logs/others-off-$h1.nft") lines on $h1)"
 
-step "firewall off: the Ray head refuses a driver without the token, admits one with it"
-driver='import ray, sys
-ray.init(address=sys.argv[1], log_to_driver=False)
-print("connected, %d nodes" % len([n for n in ray.nodes() if n["Alive"]]))
-ray.shutdown()'
+step "firewall off: the Ray head refuses a client without the token, admits one with it"
+# `ray status` speaks to the head's GCS the way a driver does first (docker exec into a rank does
+# not work in the nested lab; a driver in its own container would need the node's raylet sockets).
+ray_client() { on "$h4" timeout 120 docker run --rm --network host "$@" --entrypoint /opt/nim/venv/bin/ray "$image" status --address "$a3:6379"; }
 t=$SECONDS
-if on "$h4" timeout 120 docker exec nim-b env -u RAY_AUTH_MODE -u RAY_AUTH_TOKEN_PATH \
-     /opt/nim/venv/bin/python -c "$driver" "$a3:6379" >"$logs/driver-no-token.log" 2>&1; then
-  tail -5 "$logs/driver-no-token.log"; fail "a driver without the token connected to b's Ray head"
-fi
-grep -qiE 'auth|token' "$logs/driver-no-token.log" || { tail -15 "$logs/driver-no-token.log"; fail "the driver failed, but not for want of the token"; }
-echo "   without: refused in $((SECONDS - t)) s: $(grep -iE 'auth|token' "$logs/driver-no-token.log" | tail -1 | cut -c1-160)"
+if ray_client >"$logs/ray-no-token.log" 2>&1; then tail -5 "$logs/ray-no-token.log"; fail "a Ray client without the token got b's status"; fi
+grep -q 'AuthenticationError' "$logs/ray-no-token.log" || { tail -15 "$logs/ray-no-token.log"; fail "the Ray client failed, but not for want of the token"; }
+echo "   without: $(grep -o 'AuthenticationError.*is missing or incorrect' "$logs/ray-no-token.log" | head -1) ($((SECONDS - t)) s)"
 t=$SECONDS
-on "$h4" timeout 180 docker exec nim-b /opt/nim/venv/bin/python -c "$driver" "$a3:6379" >"$logs/driver-token.log" 2>&1 \
-  || { tail -15 "$logs/driver-token.log"; fail "a driver with the token did not connect"; }
-echo "   with the token: $(grep connected "$logs/driver-token.log") in $((SECONDS - t)) s"
+ray_client -v "$group_dir/b/ray-token:/run/secrets/t:ro" -e RAY_AUTH_MODE=token -e RAY_AUTH_TOKEN_PATH=/run/secrets/t \
+  >"$logs/ray-token.log" 2>&1 || { tail -15 "$logs/ray-token.log"; fail "a Ray client with the token was refused"; }
+nodes=$(grep -c ' node_' "$logs/ray-token.log" || true)
+((nodes == 2)) || { cat "$logs/ray-token.log"; fail "with the token, b's head reports $nodes nodes, not 2"; }
+echo "   with the token: b's head reports $nodes active nodes ($((SECONDS - t)) s)"
 
 step "firewall off: the worker's sshd refuses the deployment key from a non-member"
 on "$h1" cat /etc/nimstack/mesh/a/private.key | docker exec -i "$h3" sh -c 'umask 077; cat >/root/sectest.key'
@@ -215,8 +216,10 @@ on "$h3" rm -f /root/sectest.key
 grep -q 'Permission denied' "$logs/ssh-outsider.log" || { cat "$logs/ssh-outsider.log"; fail "the outsider's ssh failed, but not with Permission denied"; }
 on "$h1" timeout 20 ssh -i /etc/nimstack/mesh/a/private.key "${ssh_opts[@]}" "nim@$a2" true \
   || fail "$h2's sshd refused the deployment key from the member $h1"
-why=$(on "$h2" docker logs nim-a 2>&1 | grep -m1 'not from a permitted host' || true)
-echo "   from $h3: $(head -1 "$logs/ssh-outsider.log") (sshd: ${why:-no reason logged}); from $h1: accepted"
+# sshd's own word that from= refused it (the key itself was right).
+why=$(on "$h2" docker logs nim-a 2>&1 | grep -m1 "correct key but not from a permitted host (host=$a3" || true)
+[[ -n "$why" ]] || fail "$h2's sshd did not log that from= refused $h3"
+echo "   from $h3: $(head -1 "$logs/ssh-outsider.log") sshd: ${why##*authorized_keys:}; from $h1: accepted"
 
 step "firewall on again, then teardown.yml"
 PLAYBOOK=playbooks/deploy_docker.yml play_ok "$logs/firewall-on.log" --tags nim_firewall
