@@ -5,7 +5,7 @@
 #      MPI and a Ray port a worker listens on and the API from a source outside
 #      nim_api_allowed_cidrs are closed; from members (and an allowed source, for the API) open;
 #   2. no Ray token, deployment key or NGC key in the -vvv output, in any process's arguments on
-#      the hosts, or in a file on them that is not 0600/0400;
+#      the hosts, or in a file on them that a non-root user (nobody) can read;
 #   3. a re-run of deploy_docker.yml changes nothing;
 #   4. firewall switched off (its table goes, every other table stays byte-identical): a Ray client
 #      (ray status) without the token is refused, with it answers; the deployment key from a non-member is
@@ -169,15 +169,19 @@ for h in "${hosts[@]}"; do
   for secret in "$token" "$key_line" "$ngc_key"; do
     ! grep -qF -- "$secret" "$logs/args-$h.txt" || fail "$h: a secret (${secret:0:6}...) is in a process's arguments"
   done
-  # Every file holding one: only owner-readable (Docker's own container config under
-  # /var/lib/docker holds the env file's content: see README, Security).
-  # The secrets go in on stdin: an argument would put them in the process list.
+  # Every file holding one must be unreadable to anybody but root and the container user (Docker's
+  # and containerd's own copies of a container's env hold the NGC key: see README, Security): read
+  # as nobody, and its mode. The secrets go in on stdin: an argument would be in the process list.
   printf '%s\n' "$token" "$key_line" "$ngc_key" | docker exec -i "$h" sh -c 'cat >/root/.sectest-patterns; chmod 600 /root/.sectest-patterns
     grep -rlsF -f /root/.sectest-patterns /etc /opt /root /home /tmp /var/tmp /var/log /var/lib/docker/containers /run 2>/dev/null |
-    grep -vx /root/.sectest-patterns | sort -u | while read -r f; do echo "$(stat -c %a "$f") $f"; done
+    grep -vx /root/.sectest-patterns | sort -u | while read -r f; do
+      if python3 -c "import os, sys; os.setgroups([]); os.setgid(65534); os.setuid(65534); open(sys.argv[1]).read(1)" "$f" 2>/dev/null
+      then echo "READABLE $(stat -c %a "$f") $f"; else echo "root-only $(stat -c %a "$f") $f"; fi
+    done
     rm -f /root/.sectest-patterns' >"$logs/files-$h.txt" || true
-  if grep -Ev '^(600|400) ' "$logs/files-$h.txt"; then fail "$h: a secret is in a file others may read"; fi
-  echo "   $h: $(wc -l <"$logs/files-$h.txt") files hold a secret, all 0600/0400: $(awk '{print $2}' "$logs/files-$h.txt" | sed 's|/var/lib/docker/containers/[^/]*/|<container>/|' | sort -u | tr '\n' ' ')"
+  if grep '^READABLE' "$logs/files-$h.txt"; then fail "$h: a secret is in a file others may read"; fi
+  echo "   $h: $(wc -l <"$logs/files-$h.txt") files hold a secret, none readable by nobody:" \
+    "$(awk '{print $2, $3}' "$logs/files-$h.txt" | sed 's|/[0-9a-f]\{64\}/|/<id>/|' | sort -u | tr '\n' ' ')"
 done
 on "$h3" docker inspect -f '{{json .Config.Env}}' nim-b | grep -q 'RAY_AUTH_TOKEN_PATH=' || fail "nim-b has no RAY_AUTH_TOKEN_PATH"
 
