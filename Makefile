@@ -9,7 +9,7 @@ COLLECTION_LINK := build/collections/ansible_collections/nimstack/multinode
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: test labs deps link lint units k8s build-check sanity molecule lab-test standin-test docker-path-test contracts-test docs-check awx-test doctor-test lab lab-down clean
+.PHONY: test labs deps link lint units k8s build-check sanity molecule lab-test standin-test docker-path-test contracts-test docs-check awx-test doctor-test security-test lab lab-down clean
 
 test: deps lint units k8s build-check sanity docs-check molecule labs
 
@@ -75,6 +75,12 @@ contracts-test: deps
 # each named (check + host) in the JSON report.
 doctor-test: deps
 	scripts/test-doctor.sh
+
+# Issue 12 on a 4-host lab: two 2-node groups (mpi, ray) in one inventory; each group's ports
+# closed to the other's hosts, the API to non-allowed sources, the Ray head to clients without the
+# token, the deployment key to non-members; nothing left after teardown, no secret in the output.
+security-test: deps
+	scripts/test-security.sh
 
 # docs/variables.md is generated from the roles' argument_specs: fail when it is stale (regenerate
 # with `scripts/docs-reference.py -o docs/variables.md`), and when ansible-doc cannot read a role.

@@ -67,12 +67,12 @@ lab_addr() { docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}
 # The model source sits on the lab's network: it goes first, or the network cannot be removed.
 lab_down() { scripts/lab/model-source.sh down >/dev/null && "$lab" down; }
 
-# Whether the lab's three hosts run and its inventory is there.
+# Whether the lab's first $1 hosts (3) run and its inventory is there.
 lab_running() {
+  local count=${1:-3} states
   [[ -f $inventory ]] || return 1
-  local states
-  states=$(docker inspect -f '{{.State.Running}}' "$leader" "${workers[@]}" 2>/dev/null) || return 1
-  [[ $(grep -c '^true$' <<<"$states") -eq 3 ]]
+  states=$(docker inspect -f '{{.State.Running}}' $(seq -f "$prefix-%g" 1 "$count") 2>/dev/null) || return 1
+  [[ $(grep -c '^true$' <<<"$states") -eq $count ]]
 }
 
 # Take the lab down and prove that nothing of it is left: containers, volumes, network, files.
@@ -87,21 +87,21 @@ lab_down_clean() {
   echo "   lab down: nothing left"
 }
 
-# A fresh lab of 3 hosts, the model source (its download counter reset) and the stand-in image
-# as an archive on the shared path; sets image and play_args to pin its tag. $1 is where the
+# A fresh lab of 3 hosts (or $2), the model source (its download counter reset) and the stand-in
+# image as an archive on the shared path; sets image and play_args to pin its tag. $1 is where the
 # archive is kept between runs (a build of the same recipe is not saved again).
-# With LAB_REUSE set, a lab whose three hosts already run (the one test-lab.sh or an earlier test
+# With LAB_REUSE set, a lab whose hosts already run (the one test-lab.sh or an earlier test
 # left with LAB_KEEP) is taken as it is: `make test` prepares one lab and hands it on.
 lab_fresh() {
-  local archive=$1
+  local archive=$1 hosts=${2:-3}
   scripts/lab/ensure-docker.sh
   local t=$SECONDS
-  if [[ -n ${LAB_REUSE:-} ]] && lab_running; then
+  if [[ -n ${LAB_REUSE:-} ]] && lab_running "$hosts"; then
     echo "   LAB_REUSE: the running lab $prefix is used as it is"
   else
     lab_down
-    "$lab" up 3 >/dev/null
-    echo "   lab up 3: $((SECONDS - t)) s"
+    "$lab" up "$hosts" >/dev/null
+    echo "   lab up $hosts: $((SECONDS - t)) s"
   fi
   t=$SECONDS
   scripts/lab/model-source.sh up >/dev/null
