@@ -26,6 +26,8 @@ export NIMSTACK_LAB_DIR=${NIMSTACK_LAB_DIR:-$repo/build/lab-ovl}
 export PATH=$repo/.venv/bin:$PATH
 rate=${BENCH_RATE:-2097152}
 export NIMSTACK_MODEL_SOURCE_SIZE_MIB=${BENCH_MODEL_MIB:-160}
+# The source hashes its synthetic model before it answers: longer than 30 s on a loaded machine.
+export NIMSTACK_MODEL_SOURCE_TIMEOUT=${NIMSTACK_MODEL_SOURCE_TIMEOUT:-300}
 pad_mib=${BENCH_PAD_MIB:-1536}
 run_timeout=${BENCH_RUN_TIMEOUT:-900}
 out=$repo/build/bench-rollout-overlap
