@@ -14,6 +14,7 @@
 #   scripts/bench-rollout-overlap.sh                         sequential and overlap
 #   scripts/bench-rollout-overlap.sh sequential overlap overlap-nim-image
 #   BENCH_RATE=2097152 BENCH_MODEL_MIB=160 BENCH_PAD_MIB=1536 scripts/bench-rollout-overlap.sh
+#   LAB_KEEP=1 ... then BENCH_REUSE_LAB=1 ...                  keep the prepared lab for the next run
 #
 # Its own lab (NIMSTACK_LAB_PREFIX, default nimstack-ovl on 172.30.85.0/24), brought up and
 # prepared once, torn down at the end unless LAB_KEEP=1. Every run is bounded (BENCH_RUN_TIMEOUT).
@@ -60,13 +61,16 @@ fi
 echo "   $padded ($(du -m "$padded_archive" | cut -f1) MiB archive), $downloader"
 
 step "lab $NIMSTACK_LAB_PREFIX: 3 hosts, prepared once; model source ${NIMSTACK_MODEL_SOURCE_SIZE_MIB} MiB at $rate B/s"
-lab_down >/dev/null 2>&1 || true
-"$lab" up 3 >/dev/null
+# BENCH_REUSE_LAB=1: the lab a LAB_KEEP=1 run of this script left, already prepared.
+if [[ -z "${BENCH_REUSE_LAB:-}" ]]; then
+  lab_down >/dev/null 2>&1 || true
+  "$lab" up 3 >/dev/null
+fi
 scripts/lab/model-source.sh up --rate "$rate" >/dev/null
 mkdir -p "$shared/.images"
-cp "$padded_archive" "$shared/.images/nim-padded.tar"
+cmp -s "$padded_archive" "$shared/.images/nim-padded.tar" || cp "$padded_archive" "$shared/.images/nim-padded.tar"
 cp build/downloader/nim-downloader.tar "$shared/.images/nim-downloader.tar"
-PLAYBOOK=playbooks/prepare_hosts.yml play_ok "$out-prepare.log"
+[[ -n "${BENCH_REUSE_LAB:-}" ]] || PLAYBOOK=playbooks/prepare_hosts.yml play_ok "$out-prepare.log"
 shared_path=$(awk '/nimstack_lab_shared_path:/ {print $2}' "$inventory")
 
 # Clean nodes: no NIM container, image or stamp, an empty model cache.

@@ -18,6 +18,10 @@ calls of each stage, their totals, and the calls per group and per host.
 
     python3 scripts/bench_controller.py                 125x8 and 125x4 and 63x8
     python3 scripts/bench_controller.py 125x8 10x8      other sizes
+    python3 scripts/bench_controller.py --stages preflight 125x8
+                                                        one stage (preflight, kubernetes_render)
+
+ANSIBLE_FORKS, ANSIBLE_STRATEGY and the like pass through to ansible-playbook.
 """
 
 import json
@@ -114,20 +118,24 @@ def run_stage(workdir, name, inventory_path, playbook, extra):
     return {'wall_s': round(wall, 1), 'module_calls': calls, 'tasks': tasks}
 
 
-def bench(size, workdir):
+STAGES = ('preflight', 'kubernetes_render')
+
+
+def bench(size, workdir, stages=STAGES):
     groups, hosts = parse_size(size)
     import yaml  # pylint: disable=import-outside-toplevel
     path = os.path.join(workdir, 'inventory-%s.yml' % size)
     with open(path, 'w', encoding='utf-8') as handle:
         yaml.safe_dump(inventory(groups, hosts), handle)
     render_dir = os.path.join(workdir, 'render-%s' % size)
-    stages = {
-        'preflight': run_stage(workdir, 'preflight-' + size, path, 'playbooks/preflight.yml',
-                               {'validate_inventory_check_os': False}),
-        'kubernetes_render': run_stage(workdir, 'k8s-' + size, path, 'playbooks/deploy_kubernetes.yml',
-                                       {'nim_k8s_backend': 'lws', 'nim_k8s_render_dir': render_dir,
-                                        'nim_k8s_ssh_key_dir': os.path.join(workdir, 'keys')}),
+    runs = {
+        'preflight': lambda: run_stage(workdir, 'preflight-' + size, path, 'playbooks/preflight.yml',
+                                       {'validate_inventory_check_os': False}),
+        'kubernetes_render': lambda: run_stage(workdir, 'k8s-' + size, path, 'playbooks/deploy_kubernetes.yml',
+                                               {'nim_k8s_backend': 'lws', 'nim_k8s_render_dir': render_dir,
+                                                'nim_k8s_ssh_key_dir': os.path.join(workdir, 'keys')}),
     }
+    stages = dict((name, runs[name]()) for name in stages)
     manifests = sum(len(files) for _, _, files in os.walk(render_dir))
     wall = sum(s['wall_s'] for s in stages.values())
     calls = sum(s['module_calls'] for s in stages.values())
@@ -136,16 +144,34 @@ def bench(size, workdir):
             'calls_per_group': round(calls / groups, 2), 'calls_per_host': round(calls / (groups * hosts), 3)}
 
 
-def main(argv):
+def parse_args(argv):
+    """(sizes, stages) from the command line."""
+    argv = list(argv)
+    stages = STAGES
+    if argv[:1] == ['--stages']:
+        if len(argv) < 2:
+            raise ValueError('--stages needs a list')
+        stages = tuple(argv[1].split(','))
+        argv = argv[2:]
+    unknown = [s for s in stages if s not in STAGES]
+    if unknown:
+        raise ValueError('unknown stage(s) %s; known: %s' % (', '.join(unknown), ', '.join(STAGES)))
     sizes = argv or list(DEFAULT_SIZES)
     for size in sizes:
         parse_size(size)
+    return sizes, stages
+
+
+def main(argv):
+    sizes, stages = parse_args(argv)
     workdir = tempfile.mkdtemp(prefix='nimstack-bench-controller-')
     try:
-        results = [bench(size, workdir) for size in sizes]
+        results = [bench(size, workdir, stages) for size in sizes]
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    json.dump({'results': results, 'target_s': 60,
+    json.dump({'results': results, 'target_s': 60, 'stages': list(stages),
+               'forks': os.environ.get('ANSIBLE_FORKS', 'ansible.cfg'),
+               'strategy': os.environ.get('ANSIBLE_STRATEGY', 'linear'),
                'passed': all(r['wall_s'] < 60 for r in results if r['hosts'] <= 1000)}, sys.stdout, indent=2)
     sys.stdout.write('\n')
     return 0
