@@ -58,7 +58,7 @@ GROUP_VARS = {
 
 
 def parse_size(text):
-    groups, _, hosts = text.partition('x')
+    groups, _sep, hosts = text.partition('x')
     if not (groups.isdigit() and hosts.isdigit() and int(groups) > 0 and int(hosts) > 0):
         raise ValueError('size %r: expected GROUPSxHOSTS, e.g. 125x8' % text)
     return int(groups), int(hosts)
@@ -70,7 +70,7 @@ def inventory(groups, hosts):
     index = 0
     for g in range(groups):
         members = {}
-        for _ in range(hosts):
+        for _host in range(hosts):
             members['n%05d' % index] = {'ansible_host': '198.18.%d.%d' % (index // 250, index % 250 + 1)}
             index += 1
         children['g%04d' % g] = {'hosts': members,
@@ -136,7 +136,7 @@ def bench(size, workdir, stages=STAGES):
                                                 'nim_k8s_ssh_key_dir': os.path.join(workdir, 'keys')}),
     }
     stages = dict((name, runs[name]()) for name in stages)
-    manifests = sum(len(files) for _, _, files in os.walk(render_dir))
+    manifests = sum(len(files) for _root, _dirs, files in os.walk(render_dir))
     wall = sum(s['wall_s'] for s in stages.values())
     calls = sum(s['module_calls'] for s in stages.values())
     return {'size': size, 'groups': groups, 'hosts': groups * hosts, 'stages': stages,

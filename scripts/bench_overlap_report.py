@@ -101,7 +101,7 @@ def analyse(play_json, events, meta):
         load_end[host] = max(when, load_end.get(host, when))
     pull_s = max(load_end.values()) - load[0]
     download_s = download_end - download_from[0]
-    transfers_end = max(max(load_end.values()), download_end)
+    transfers_end = max(list(load_end.values()) + [download_end])
     result = {
         'mode': meta['mode'],
         'time_to_ready_s': round(ready[1] - transfer[0], 1),

@@ -96,6 +96,7 @@ echo "   envvars: NGC_API_KEY=nvapi-awxtest-<$((${#key} - 14)) hex characters, n
 
 # AWX gives slice k of n the hosts k, k+n, k+2n, ... of the inventory, in one inventory of their own.
 slices=$(python3 -c 'import sys, yaml
+yaml.SafeLoader.add_constructor("!unsafe", yaml.SafeLoader.construct_scalar)
 print(yaml.safe_load(open(sys.argv[1]))["nimstack_awx_prepare_slice_count"])' playbooks/awx/vars/objects.yml)
 step "the prepare hosts job template in $slices slices, as AWX runs a sliced job: at the same time"
 python3 - "$pdd" "$slices" <<'EOF'
