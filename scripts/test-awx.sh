@@ -6,8 +6,13 @@
 #      on playbooks/awx/vars/surveys.yml) and become env/extravars;
 #   2. the NGC credential injects NGC_API_KEY as env only (a fake key, new on every run), and the
 #      inventory maps it to nim_ngc_api_key with the same env lookup as inventories/example;
-#   3. site.yml through ansible-runner converges to a ready, smoke-tested endpoint, and the key
+#   3. at scale: the "prepare hosts" job template runs as AWX slices it (job_slice_count from
+#      nimstack_awx_prepare_slice_count): one job per slice inventory, each with its share of the
+#      hosts, at the same time; then the unsliced "deploy" job template (site.yml without the
+#      preparation the slices did) converges to a ready, smoke-tested endpoint, and the key
 #      reached the nodes (root-only env file, the containers' env);
+#   3b. the whole-group guard: the deploy job limited to one worker is refused, naming the missing
+#      members, with no container changed on any host;
 #   4. the key appears nowhere under the private data dir (job events, stdout, fact cache, ...)
 #      except the two files ansible-runner keeps its own environment in: env/envvars and the
 #      "env" object of artifacts/<job>/command;
@@ -39,6 +44,7 @@ trap '[[ -n "${LAB_KEEP:-}" ]] || lab_down >/dev/null 2>&1 || true' EXIT
 # on the private data dir, one ident per job, the template's playbook and skip_tags.
 job() {
   local ident=$1 template=$2 start=$SECONDS rc=0 playbook skip cmdline=()
+  shift 2
   read -r playbook skip < <(python3 -c 'import sys, yaml
 yaml.SafeLoader.add_constructor("!unsafe", yaml.SafeLoader.construct_scalar)
 t = [t for t in yaml.safe_load(open("playbooks/awx/vars/objects.yml"))["nimstack_awx_job_templates"]
@@ -46,8 +52,8 @@ t = [t for t in yaml.safe_load(open("playbooks/awx/vars/objects.yml"))["nimstack
 print(t["playbook"], t.get("skip_tags", ""))' "$template")
   [[ -n "$playbook" ]] || fail "no job template '$template' in playbooks/awx/vars/objects.yml"
   [[ -z "$skip" ]] || cmdline=(--cmdline "--skip-tags $skip")
-  ansible-runner run "$pdd" --ident "$ident" -p "$playbook" "${cmdline[@]}" >"$work/$ident.log" 2>&1 || rc=$?
-  echo "   job $ident ($playbook${skip:+ --skip-tags $skip}): rc=$rc, status=$(cat "$pdd/artifacts/$ident/status" 2>/dev/null)," \
+  ansible-runner run "$pdd" --ident "$ident" -p "$playbook" "${cmdline[@]}" "$@" >"$work/$ident.log" 2>&1 || rc=$?
+  echo "   job $ident ($playbook${skip:+ --skip-tags $skip}${*:+ $*}): rc=$rc, status=$(cat "$pdd/artifacts/$ident/status" 2>/dev/null)," \
     "$((SECONDS - start)) s, $(find "$pdd/artifacts/$ident/job_events" -name '*.json' | wc -l) job events"
   return "$rc"
 }
@@ -88,8 +94,45 @@ survey_answers "nimstack site" nimstack_awx_survey_deployment "nim_image_tag=${i
 echo "   extravars: $(python3 -c 'import json, sys; print(json.dumps(json.load(open(sys.argv[1]))))' "$pdd/env/extravars")"
 echo "   envvars: NGC_API_KEY=nvapi-awxtest-<$((${#key} - 14)) hex characters, new on every run>"
 
-step "the site job template: site.yml through ansible-runner"
-job site "nimstack site" || { tail -60 "$work/site.log"; fail "site.yml through ansible-runner (see $work/site.log)"; }
+# AWX gives slice k of n the hosts k, k+n, k+2n, ... of the inventory, in one inventory of their own.
+slices=$(python3 -c 'import sys, yaml
+yaml.SafeLoader.add_constructor("!unsafe", yaml.SafeLoader.construct_scalar)
+print(yaml.safe_load(open(sys.argv[1]))["nimstack_awx_prepare_slice_count"])' playbooks/awx/vars/objects.yml)
+step "the prepare hosts job template in $slices slices, as AWX runs a sliced job: at the same time"
+python3 - "$pdd" "$slices" <<'EOF'
+import os, shutil, sys, yaml
+pdd, count = sys.argv[1], int(sys.argv[2])
+inventory = yaml.safe_load(open(os.path.join(pdd, 'inventory', 'hosts.yml')))
+nodes = inventory['all']['children']['nim_nodes']
+names = list(nodes['hosts'])
+for k in range(count):
+    directory = os.path.join(pdd, 'slice-%d' % (k + 1))
+    shutil.copytree(os.path.join(pdd, 'inventory', 'group_vars'), os.path.join(directory, 'group_vars'))
+    part = dict(nodes, hosts={name: nodes['hosts'][name] for name in names[k::count]})
+    yaml.safe_dump({'all': {'children': {'nim_nodes': part}}}, open(os.path.join(directory, 'hosts.yml'), 'w'))
+    print('   slice %d of %d: %s' % (k + 1, count, ', '.join(names[k::count])))
+EOF
+pids=()
+for k in $(seq 1 "$slices"); do
+  job "prepare-slice-$k" "nimstack prepare hosts" --inventory "$pdd/slice-$k" &
+  pids+=($!)
+done
+for k in $(seq 1 "$slices"); do
+  wait "${pids[k - 1]}" || { tail -40 "$work/prepare-slice-$k.log"; fail "prepare slice $k through ansible-runner"; }
+done
+# Each slice prepared only its own hosts: the other hosts are in no event of its job.
+for k in $(seq 1 "$slices"); do
+  python3 - "$pdd/artifacts/prepare-slice-$k/job_events" "$pdd/slice-$k/hosts.yml" <<'EOF' \
+    || fail "slice $k touched a host outside its slice"
+import glob, json, sys, yaml
+mine = set(yaml.safe_load(open(sys.argv[2]))['all']['children']['nim_nodes']['hosts'])
+seen = {json.load(open(f)).get('event_data', {}).get('host') for f in glob.glob(sys.argv[1] + '/*.json')} - {None, ''}
+assert seen and seen <= mine | {'localhost'}, (seen, mine)
+EOF
+done
+
+step "the deploy job template, unsliced: site.yml without the preparation the slices did"
+job site "nimstack deploy" || { tail -60 "$work/site.log"; fail "site.yml through ansible-runner (see $work/site.log)"; }
 [[ "$(cat "$pdd/artifacts/site/status")" == successful ]] || fail "ansible-runner status is not successful"
 # The smoke test's report, read from the job events as AWX reads a job's results.
 python3 - "$pdd/artifacts/site/job_events" <<'EOF' || fail "no smoke test report with all 3 ranks in the job events"
@@ -105,6 +148,18 @@ on "$leader" python3 -c 'import urllib.request
 assert urllib.request.urlopen("http://127.0.0.1:8000/v1/health/ready", timeout=5).status == 200' \
   || fail "the endpoint on $leader is not ready"
 echo "   $leader: /v1/health/ready answers 200"
+
+step "the whole-group guard: the deploy job limited to one worker changes nothing"
+# Every rank's container id and start time: a restart would change one of them.
+ranks() { local h; for h in "$leader" "${workers[@]}"; do on "$h" docker inspect -f "$h {{.Id}} {{.State.StartedAt}}" "$container"; done; }
+before=$(ranks)
+if job guard "nimstack deploy" --limit "${workers[0]}"; then fail "the deploy job ran on one worker of the group"; fi
+log_says "$work/guard.log" "members $leader, ${workers[1]} are not in this play" \
+  || { tail -30 "$work/guard.log"; fail "the refusal does not name the missing members $leader, ${workers[1]}"; }
+[[ "$(recap changed "$work/guard.log")" == 0 ]] || fail "the refused deploy job changed something"
+[[ "$(ranks)" == "$before" ]] || fail "a rank's container changed under the refused deploy job"
+probe_ready || fail "the endpoint is not ready after the refused deploy job"
+echo "   refused, naming $leader and ${workers[1]}; no container restarted, the endpoint still ready"
 
 step "the credential's key reached the nodes, and only where it belongs"
 for h in "$leader" "$NIMSTACK_LAB_PREFIX-2" "$NIMSTACK_LAB_PREFIX-3"; do
@@ -127,20 +182,26 @@ events=$(find "$pdd/artifacts/site/job_events" -name '*.json' | wc -l)
 [[ -s "$pdd/artifacts/site/stdout" && -d "$pdd/artifacts/site/fact_cache" ]] || fail "no stdout or fact cache to search"
 # grep -r does not follow the project symlink: the search covers what the job wrote.
 mapfile -t holders < <(grep -rlF -- "$key" "$pdd" "$NIMSTACK_LAB_DIR" "$work" | sed "s|^$repo/||" | sort -u)
-expected=("build/awx-test/pdd/artifacts/site/command" "build/awx-test/pdd/env/envvars")
+# ansible-runner records its env in artifacts/<job>/command for every job run so far (the
+# preparation slices, site, guard).
+mapfile -t expected < <( (for d in "$pdd"/artifacts/*/; do echo "build/awx-test/pdd/artifacts/$(basename "$d")/command"; done
+                          echo "build/awx-test/pdd/env/envvars") | sort -u)
 [[ "${holders[*]}" == "${expected[*]}" ]] || fail "the key is in: ${holders[*]} (expected only ${expected[*]})"
-python3 - "$pdd/artifacts/site/command" "$key" <<'EOF' || fail "artifacts/site/command holds the key outside its env record"
+for f in "${expected[@]}"; do
+  [[ "$f" == */command ]] || continue
+  python3 - "$repo/$f" "$key" <<'EOF' || fail "$f holds the key outside its env record"
 import json, sys
 record = json.load(open(sys.argv[1]))
 assert record['env'].get('NGC_API_KEY') == sys.argv[2]
 del record['env']
 assert sys.argv[2] not in json.dumps(record)
 EOF
+done
 for f in "${expected[@]}"; do
   [[ "$(stat -c '%a' "$repo/$f")" == 600 ]] || fail "$f is not 0600"
 done
 echo "   searched $(find "$pdd" "$NIMSTACK_LAB_DIR" -type f | wc -l) files ($events job events, stdout, fact cache," \
-  "lab state): the key is only in ${expected[*]##*/pdd/} (both 0600; command holds it in its env record only)"
+  "lab state): the key is only in ${expected[*]##*/pdd/} (all 0600; each command holds it in its env record only)"
 
 step "the teardown job template: refused without confirmation, then done with it"
 if python3 tests/awx/awx_survey.py playbooks/awx/vars/surveys.yml nimstack_awx_survey_teardown \

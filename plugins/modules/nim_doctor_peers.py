@@ -261,7 +261,9 @@ def _listen(module, peers, numbers):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-            result['sshd'] = {'rc': None, 'error': 'nobody logged in within the window' if not stopped() else 'stopped: nobody logged in before the checks ended'}
+            error = ('stopped: nobody logged in before the checks ended' if stopped()
+                     else 'nobody logged in within the window')
+            result['sshd'] = {'rc': None, 'error': error}
         else:
             result['sshd'] = {'rc': proc.returncode, 'error': ''}
     return result

@@ -183,12 +183,13 @@ def test_the_example_inventory_reads_the_injected_env():
 def test_job_templates_run_existing_playbooks_with_a_known_survey():
     templates = OBJECTS['nimstack_awx_job_templates']
     assert [t['name'] for t in templates] == ['nimstack preflight', 'nimstack site', 'nimstack smoke test',
-                                              'nimstack teardown']
+                                              'nimstack teardown', 'nimstack prepare hosts', 'nimstack deploy']
     for template in templates:
         assert os.path.isfile(os.path.join(REPO, template['playbook'])), template['playbook']
         assert template['survey'] in SURVEYS
     assert {t['name']: t.get('skip_tags') for t in templates} == {
-        'nimstack preflight': None, 'nimstack site': None, 'nimstack smoke test': 'doctor', 'nimstack teardown': 'doctor'}
+        'nimstack preflight': None, 'nimstack site': None, 'nimstack smoke test': 'doctor', 'nimstack teardown': 'doctor',
+        'nimstack prepare hosts': 'nfs,ssh_mesh', 'nimstack deploy': 'nvidia_driver,nvidia_container_toolkit,docker,rdma'}
     with open(os.path.join(REPO, 'playbooks', 'preflight.yml')) as handle:
         assert '- doctor' in handle.read(), 'the tag the templates skip is gone from preflight.yml'
     names = {t['name'] for t in templates}
@@ -213,6 +214,27 @@ def test_the_workflow_chains_preflight_site_and_smoke_test_on_success():
             for n in nodes] == [('nimstack preflight', 'job_template', ['nimstack site']),
                                 ('nimstack site', 'job_template', ['nimstack smoke test']),
                                 ('nimstack smoke test', 'job_template', [])]
+
+
+def test_the_sliced_workflow_prepares_in_slices_and_deploys_unsliced():
+    templates = {t['name']: t for t in OBJECTS['nimstack_awx_job_templates']}
+    nodes = _rendered('nimstack_awx_sliced_workflow_nodes')
+    assert [(n['identifier'], [s['identifier'] for s in n['related']['success_nodes']]) for n in nodes] == [
+        ('nimstack preflight', ['nimstack prepare hosts']), ('nimstack prepare hosts', ['nimstack deploy']),
+        ('nimstack deploy', ['nimstack smoke test']), ('nimstack smoke test', [])]
+    assert _rendered('nimstack_awx_prepare_slice_count') == 2
+    assert templates['nimstack prepare hosts']['job_slice_count'] == '{{ nimstack_awx_prepare_slice_count }}'
+    # Only the deploy-side templates run unsliced.
+    assert [n for n, t in templates.items() if 'job_slice_count' in t] == ['nimstack prepare hosts']
+    # What the slices skip, the unsliced deploy runs, and the other way round: every preparation tag once.
+    with open(os.path.join(REPO, 'playbooks', 'prepare_hosts.yml')) as handle:
+        prepare = handle.read()
+    sliced = set(templates['nimstack prepare hosts']['skip_tags'].split(','))
+    unsliced = set(templates['nimstack deploy']['skip_tags'].split(','))
+    assert not sliced & unsliced
+    assert sliced | unsliced == {'nvidia_driver', 'nvidia_container_toolkit', 'docker', 'rdma', 'nfs', 'ssh_mesh'}
+    for tag in sliced | unsliced:
+        assert '- ' + tag + '\n' in prepare, 'prepare_hosts.yml no longer has the tag ' + tag
 
 
 def test_every_job_template_gets_the_machine_and_ngc_credentials():
