@@ -79,13 +79,20 @@ def inventory(groups, hosts):
 
 
 def count_calls(callback_json):
-    """(module calls, tasks) from the ansible.posix.json document."""
+    """(module calls, tasks) from the ansible.posix.json document: every task result of a host
+    that was not skipped, and every item of a loop that was not skipped (a loop over the groups is
+    one call per group)."""
     calls = tasks = 0
     for play in callback_json.get('plays', []):
         for task in play.get('tasks', []):
             tasks += 1
             for result in task.get('hosts', {}).values():
-                if not result.get('skipped'):
+                if result.get('skipped'):
+                    continue
+                items = result.get('results')
+                if isinstance(items, list):
+                    calls += sum(1 for item in items if not item.get('skipped'))
+                else:
                     calls += 1
     return calls, tasks
 

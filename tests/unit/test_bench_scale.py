@@ -116,8 +116,9 @@ def test_sizes_and_calls():
     document = {'plays': [{'tasks': [
         {'hosts': {'a': {}, 'b': {'skipped': True}}},
         {'hosts': {'localhost': {'changed': True}}},
+        {'hosts': {'localhost': {'results': [{}, {'skipped': True}, {}]}}},
     ]}]}
-    assert controller.count_calls(document) == (2, 2)
+    assert controller.count_calls(document) == (4, 3)
 
 
 def test_stage_selection():

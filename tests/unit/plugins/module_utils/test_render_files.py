@@ -1,0 +1,78 @@
+# -*- coding: utf-8 -*-
+"""render_files: what a render changes (writes, modes, stale files), and that applying it is exact."""
+
+import os
+import stat
+
+import pytest
+
+from ansible_collections.nimstack.multinode.plugins.module_utils.render_files import (
+    RenderFilesError, apply_changes, plan_changes)
+
+
+def _write(path, text, mode=0o644):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, 'w') as handle:
+        handle.write(text)
+    os.chmod(path, mode)
+
+
+def test_a_fresh_root_writes_every_file_and_a_second_plan_changes_nothing(tmp_path):
+    root = str(tmp_path / 'out')
+    files = [{'path': 'g1/Service-a.yaml', 'content': 'kind: Service\n'},
+             {'path': 'g2/Secret-b.yaml', 'content': 'kind: Secret\n', 'mode': '0600'}]
+    changes = plan_changes(root, files, prune=['g1', 'g2'])
+    assert [c[0] for c in changes['write']] == ['g1/Service-a.yaml', 'g2/Secret-b.yaml']
+    assert changes['remove'] == [] and changes['unchanged'] == 0
+    apply_changes(root, changes)
+    assert open(os.path.join(root, 'g1/Service-a.yaml')).read() == 'kind: Service\n'
+    assert stat.S_IMODE(os.stat(os.path.join(root, 'g2/Secret-b.yaml')).st_mode) == 0o600
+    again = plan_changes(root, files, prune=['g1', 'g2'])
+    assert again == {'write': [], 'chmod': [], 'remove': [], 'unchanged': 2}
+
+
+def test_changed_content_and_mode_are_found_separately(tmp_path):
+    root = str(tmp_path)
+    _write(os.path.join(root, 'g/a.yaml'), 'old\n')
+    _write(os.path.join(root, 'g/b.yaml'), 'same\n', 0o666)
+    changes = plan_changes(root, [{'path': 'g/a.yaml', 'content': 'new\n'},
+                                  {'path': 'g/b.yaml', 'content': 'same\n'}])
+    assert [(c[0], c[3]) for c in changes['write']] == [('g/a.yaml', b'old\n')]
+    assert changes['chmod'] == [('g/b.yaml', 0o644)]
+    apply_changes(root, changes)
+    assert open(os.path.join(root, 'g/a.yaml')).read() == 'new\n'
+    assert stat.S_IMODE(os.stat(os.path.join(root, 'g/b.yaml')).st_mode) == 0o644
+
+
+def test_prune_removes_only_unlisted_matching_files_of_the_named_directories(tmp_path):
+    root = str(tmp_path)
+    for name in ('g/ConfigMap-old.yaml', 'g/Secret-key.yaml', 'g/notes.txt', 'other/Stale.yaml'):
+        _write(os.path.join(root, name), 'x\n')
+    changes = plan_changes(root, [{'path': 'g/Service-a.yaml', 'content': 'y\n'}],
+                           prune=['g'], keep=['g/Secret-key.yaml'])
+    assert [c[0] for c in changes['remove']] == ['g/ConfigMap-old.yaml']
+    apply_changes(root, changes)
+    assert sorted(os.listdir(os.path.join(root, 'g'))) == ['Secret-key.yaml', 'Service-a.yaml', 'notes.txt']
+    assert os.path.exists(os.path.join(root, 'other/Stale.yaml'))
+
+
+def test_a_missing_prune_directory_is_not_an_error(tmp_path):
+    assert plan_changes(str(tmp_path), [], prune=['never-rendered'])['remove'] == []
+
+
+@pytest.mark.parametrize('path,message', [
+    ('/etc/passwd', 'must be a path relative to the root'),
+    ('../outside.yaml', 'must stay below the root'),
+    ('g/../../outside.yaml', 'must stay below the root'),
+    ('', 'must be a path relative to the root'),
+])
+def test_paths_that_leave_the_root_are_refused(tmp_path, path, message):
+    with pytest.raises(RenderFilesError, match=message):
+        plan_changes(str(tmp_path), [{'path': path, 'content': 'x'}])
+
+
+def test_a_path_given_twice_and_a_bad_mode_are_refused(tmp_path):
+    with pytest.raises(RenderFilesError, match='given twice'):
+        plan_changes(str(tmp_path), [{'path': 'a.yaml', 'content': '1'}, {'path': './a.yaml', 'content': '2'}])
+    with pytest.raises(RenderFilesError, match='octal'):
+        plan_changes(str(tmp_path), [{'path': 'a.yaml', 'content': '1', 'mode': 'rw-r--r--'}])
