@@ -87,15 +87,6 @@ options:
       - Fail when any group has errors. When V(false), return them with RV(valid=false).
     type: bool
     default: true
-  groups_as_json:
-    description:
-      - Return the groups as one JSON string, RV(groups_json), instead of RV(groups).
-      - "For a controller that renders templates from a large plan: ansible-core copies every
-        variable of the play for each template lookup, and a registered plan of a thousand ranks
-        is copied element by element (about 0.3 s a lookup), where one string is copied at once.
-        Decode it where it is read, C(plan.groups_json | from_json)."
-    type: bool
-    default: false
 extends_documentation_fragment:
   - nimstack.multinode.attributes.compute
 notes:
@@ -163,14 +154,9 @@ plan_warnings:
   type: list
   elements: str
   sample: []
-groups_json:
-  description: RV(groups) as one JSON string.
-  returned: with O(groups_as_json=true)
-  type: str
-  sample: '{"default": {"name": "default", "valid": true}}'
 groups:
   description: The plan of each deployment group, keyed by group name.
-  returned: unless O(groups_as_json=true)
+  returned: always
   type: dict
   contains:
     name:
@@ -259,8 +245,6 @@ groups:
       sample: {name: nim-default, namespace: nim, replicas: 1, hostfiles: {hostfile-0: ["localhost slots=8"]}}
 '''
 
-import json
-
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nimstack.multinode.plugins.module_utils.nim_plan import build_plan
@@ -282,17 +266,12 @@ def main():
             ),
             deployment_mode=dict(type='str', choices=['docker', 'kubernetes']),
             fail_on_invalid=dict(type='bool', default=True),
-            groups_as_json=dict(type='bool', default=False),
         ),
         supports_check_mode=True,
     )
 
     outcome = build_plan(module.params['nodes'], deployment_mode=module.params['deployment_mode'])
-    if module.params['groups_as_json']:
-        payload = dict(groups_json=json.dumps(outcome['groups'], sort_keys=True))
-    else:
-        payload = dict(groups=outcome['groups'])
-    exit_with_outcome(module, outcome, 'The deployment plan', **payload)
+    exit_with_outcome(module, outcome, 'The deployment plan', groups=outcome['groups'])
 
 
 if __name__ == '__main__':

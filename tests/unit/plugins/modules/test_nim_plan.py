@@ -1,8 +1,6 @@
 # -*- coding: utf-8 -*-
 """The nim_plan module: argument handling, failure with every error, warnings, check mode."""
 
-import json
-
 import pytest
 from ansible.module_utils import basic
 
@@ -38,15 +36,6 @@ def test_plans_every_group_without_changing_anything():
     group = result['groups']['default']
     assert group['leader'] == {'host': 'gpu-a', 'address': '10.0.0.11'}
     assert group['hostfile'] == ['localhost slots=8', '10.0.0.12 slots=8']
-
-
-def test_groups_as_json_returns_the_same_plan_as_one_string():
-    plain, _failed = run_module(nim_plan.main, {'nodes': _nodes()})
-    as_json, failed = run_module(nim_plan.main, {'nodes': _nodes(), 'groups_as_json': True})
-    assert failed is False
-    assert 'groups' not in as_json
-    assert isinstance(as_json['groups_json'], str)
-    assert json.loads(as_json['groups_json']) == plain['groups']
 
 
 def test_deployment_mode_overrides_the_inventory():
