@@ -12,7 +12,8 @@ def test_the_copy_is_a_new_mapping_sharing_the_values():
     groups = {'all': ['n%04d' % i for i in range(1000)]}
     variables = shallow_template._CopiedShallow({'groups': groups, 'nim_k8s_backend': 'lws'})
     copied = copy.deepcopy(variables)
-    assert type(copied) is dict and copied == variables
+    assert not isinstance(copied, shallow_template._CopiedShallow)
+    assert isinstance(copied, dict) and copied == variables
     assert copied['groups'] is groups
     copied.update({'template_path': 'x.j2', 'nim_k8s_backend': 'nim_operator'})
     assert variables['nim_k8s_backend'] == 'lws' and 'template_path' not in variables
