@@ -130,11 +130,16 @@ def verdict(runs, tolerance=0.15):
     return report
 
 
+def callback_document(text):
+    """The ansible.posix.json document in a playbook's stdout: warnings may precede it, and the
+    lab's task profile (profile_tasks) follows it."""
+    document, _end = json.JSONDecoder().raw_decode(text, text.index('{'))
+    return document
+
+
 def load_run(directory):
     with open(os.path.join(directory, 'play.json')) as handle:
-        text = handle.read()
-    # Warnings may precede the callback's document.
-    play_json = json.loads(text[text.index('{'):])
+        play_json = callback_document(handle.read())
     events = {}
     for path in glob.glob(os.path.join(directory, 'events-*.jsonl')):
         host = os.path.basename(path)[len('events-'):-len('.jsonl')]

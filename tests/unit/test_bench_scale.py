@@ -108,6 +108,13 @@ def test_generated_inventory_has_groups_of_hosts_with_unroutable_addresses():
     assert len(last) == 1000 and min(last) >= 1 and max(last) <= 250
 
 
+def test_the_callback_document_is_read_between_warnings_and_the_task_profile():
+    text = ('[WARNING]: a warning\nTuesday 24 November 2026  16:01:55 +0000 (0:00:00.015) ****** \n'
+            '{"plays": [{"tasks": []}], "stats": {}}\n'
+            'TASKS RECAP ****\nstart the group --- 3.02s\n{not json}\n')
+    assert report.callback_document(text) == {'plays': [{'tasks': []}], 'stats': {}}
+
+
 def test_sizes_and_calls():
     assert controller.parse_size('125x8') == (125, 8)
     for bad in ('125', 'x8', '0x8', '12x-1'):
