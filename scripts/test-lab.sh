@@ -62,7 +62,7 @@ scripts/lab/build-image.sh >/dev/null
 lab_up
 
 step "ping over SSH with the lab key and pinned host keys"
-ansible -i build/lab/inventory.yml nim_nodes -m ansible.builtin.ping -o >"$logs/ping.log" 2>&1 \
+ansible -i build/lab/inventory.yml nim_nodes -m ansible.builtin.ping >"$logs/ping.log" 2>&1 \
   || { cat "$logs/ping.log"; fail "ping"; }
 pongs=$(grep -c '"ping": "pong"\|ping: pong' "$logs/ping.log" || true)
 ((pongs == hosts)) || { cat "$logs/ping.log"; fail "$pongs of $hosts hosts answered ping"; }
