@@ -8,8 +8,8 @@
 #             lab-test -> docker-path-test -> contracts-test (one lab, prepared once, handed on)
 #   stream b: awx-test, security-test (each on a lab of its own), then the molecule scenarios
 #
-# Measured on a fresh 2-core machine, in seconds: standin 129, doctor 154, lab 247, docker path
-# 1,015, contracts 627 | awx 487, security 691, molecule 1,000: about 2,200 each.
+# Measured from a clean clone on a 2-core machine, in seconds: standin 117, doctor 122, lab 251,
+# docker path 566, contracts 715 | awx 239, security 535, molecule 1,078: 1,771 and 1,852.
 #
 # A stream stops at its first failing step; the other goes on. Exits non-zero when any step
 # failed, naming it.
