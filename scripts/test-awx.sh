@@ -7,13 +7,13 @@
 #   2. the NGC credential injects NGC_API_KEY as env only (a fake key, new on every run), and the
 #      inventory maps it to nim_ngc_api_key with the same env lookup as inventories/example;
 #   3. at scale: the "prepare hosts" job template runs as AWX slices it (job_slice_count from
-#      nimstack_awx_prepare_slice_count): one job per slice inventory, each with its share of the
-#      hosts, at the same time; then the unsliced "deploy" job template (site.yml without the
+#      nimstack_awx_prepare_slice_count): one job per slice, each on a private data dir of its own
+#      (as AWX gives every job) with its share of the hosts, at the same time; then the unsliced "deploy" job template (site.yml without the
 #      preparation the slices did) converges to a ready, smoke-tested endpoint, and the key
 #      reached the nodes (root-only env file, the containers' env);
 #   3b. the whole-group guard: the deploy job limited to one worker is refused, naming the missing
 #      members, with no container changed on any host;
-#   4. the key appears nowhere under the private data dir (job events, stdout, fact cache, ...)
+#   4. the key appears nowhere under the private data dirs (job events, stdout, fact cache, ...)
 #      except the two files ansible-runner keeps its own environment in: env/envvars and the
 #      "env" object of artifacts/<job>/command;
 #   5. the "teardown" job template refuses without its confirmation and tears down with it.
@@ -41,9 +41,11 @@ unset ANSIBLE_CONFIG ANSIBLE_CACHE_PLUGIN_CONNECTION
 trap '[[ -n "${LAB_KEEP:-}" ]] || lab_down >/dev/null 2>&1 || true' EXIT
 
 # A job as AWX launches it from a job template of playbooks/awx/vars/objects.yml: ansible-runner
-# on the private data dir, one ident per job, the template's playbook and skip_tags.
+# on the private data dir ($JOB_PDD, else $pdd), one ident per job, the template's playbook and
+# skip_tags. Jobs that run at the same time need private data dirs of their own: two
+# ansible-runner processes starting together in one dir race on its artifact write lock.
 job() {
-  local ident=$1 template=$2 start=$SECONDS rc=0 playbook skip cmdline=()
+  local ident=$1 template=$2 start=$SECONDS rc=0 playbook skip cmdline=() dir=${JOB_PDD:-$pdd}
   shift 2
   read -r playbook skip < <(python3 -c 'import sys, yaml
 yaml.SafeLoader.add_constructor("!unsafe", yaml.SafeLoader.construct_scalar)
@@ -52,9 +54,9 @@ t = [t for t in yaml.safe_load(open("playbooks/awx/vars/objects.yml"))["nimstack
 print(t["playbook"], t.get("skip_tags", ""))' "$template")
   [[ -n "$playbook" ]] || fail "no job template '$template' in playbooks/awx/vars/objects.yml"
   [[ -z "$skip" ]] || cmdline=(--cmdline "--skip-tags $skip")
-  ansible-runner run "$pdd" --ident "$ident" -p "$playbook" "${cmdline[@]}" "$@" >"$work/$ident.log" 2>&1 || rc=$?
-  echo "   job $ident ($playbook${skip:+ --skip-tags $skip}${*:+ $*}): rc=$rc, status=$(cat "$pdd/artifacts/$ident/status" 2>/dev/null)," \
-    "$((SECONDS - start)) s, $(find "$pdd/artifacts/$ident/job_events" -name '*.json' | wc -l) job events"
+  ansible-runner run "$dir" --ident "$ident" -p "$playbook" "${cmdline[@]}" "$@" >"$work/$ident.log" 2>&1 || rc=$?
+  echo "   job $ident ($playbook${skip:+ --skip-tags $skip}${*:+ $*}): rc=$rc, status=$(cat "$dir/artifacts/$ident/status" 2>/dev/null)," \
+    "$((SECONDS - start)) s, $(find "$dir/artifacts/$ident/job_events" -name '*.json' 2>/dev/null | wc -l) job events"
   return "$rc"
 }
 
@@ -99,14 +101,18 @@ slices=$(python3 -c 'import sys, yaml
 yaml.SafeLoader.add_constructor("!unsafe", yaml.SafeLoader.construct_scalar)
 print(yaml.safe_load(open(sys.argv[1]))["nimstack_awx_prepare_slice_count"])' playbooks/awx/vars/objects.yml)
 step "the prepare hosts job template in $slices slices, as AWX runs a sliced job: at the same time"
-python3 - "$pdd" "$slices" <<'EOF'
+# Slice k's private data dir: the job's env and project, and an inventory of its hosts only.
+python3 - "$pdd" "$slices" "$work" <<'EOF'
 import os, shutil, sys, yaml
-pdd, count = sys.argv[1], int(sys.argv[2])
+pdd, count, work = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 inventory = yaml.safe_load(open(os.path.join(pdd, 'inventory', 'hosts.yml')))
 nodes = inventory['all']['children']['nim_nodes']
 names = list(nodes['hosts'])
 for k in range(count):
-    directory = os.path.join(pdd, 'slice-%d' % (k + 1))
+    slice_pdd = os.path.join(work, 'pdd-slice-%d' % (k + 1))
+    shutil.copytree(os.path.join(pdd, 'env'), os.path.join(slice_pdd, 'env'))
+    os.symlink(os.readlink(os.path.join(pdd, 'project')), os.path.join(slice_pdd, 'project'))
+    directory = os.path.join(slice_pdd, 'inventory')
     shutil.copytree(os.path.join(pdd, 'inventory', 'group_vars'), os.path.join(directory, 'group_vars'))
     part = dict(nodes, hosts={name: nodes['hosts'][name] for name in names[k::count]})
     yaml.safe_dump({'all': {'children': {'nim_nodes': part}}}, open(os.path.join(directory, 'hosts.yml'), 'w'))
@@ -114,7 +120,7 @@ for k in range(count):
 EOF
 pids=()
 for k in $(seq 1 "$slices"); do
-  job "prepare-slice-$k" "nimstack prepare hosts" --inventory "$pdd/slice-$k" &
+  JOB_PDD=$work/pdd-slice-$k job "prepare-slice-$k" "nimstack prepare hosts" &
   pids+=($!)
 done
 for k in $(seq 1 "$slices"); do
@@ -122,7 +128,7 @@ for k in $(seq 1 "$slices"); do
 done
 # Each slice prepared only its own hosts: the other hosts are in no event of its job.
 for k in $(seq 1 "$slices"); do
-  python3 - "$pdd/artifacts/prepare-slice-$k/job_events" "$pdd/slice-$k/hosts.yml" <<'EOF' \
+  python3 - "$work/pdd-slice-$k/artifacts/prepare-slice-$k/job_events" "$work/pdd-slice-$k/inventory/hosts.yml" <<'EOF' \
     || fail "slice $k touched a host outside its slice"
 import glob, json, sys, yaml
 mine = set(yaml.safe_load(open(sys.argv[2]))['all']['children']['nim_nodes']['hosts'])
@@ -176,16 +182,18 @@ for h in "$leader" "$NIMSTACK_LAB_PREFIX-2" "$NIMSTACK_LAB_PREFIX-3"; do
 done
 echo "   every node: $envfile (0600 root) and the container's env hold the key; no command line does"
 
-step "the key appears nowhere in the job's private data dir but runner's own env records"
+step "the key appears nowhere in the jobs' private data dirs but runner's own env records"
 events=$(find "$pdd/artifacts/site/job_events" -name '*.json' | wc -l)
 ((events > 100)) || fail "only $events job events: the grep below would prove nothing"
 [[ -s "$pdd/artifacts/site/stdout" && -d "$pdd/artifacts/site/fact_cache" ]] || fail "no stdout or fact cache to search"
 # grep -r does not follow the project symlink: the search covers what the job wrote.
 mapfile -t holders < <(grep -rlF -- "$key" "$pdd" "$NIMSTACK_LAB_DIR" "$work" | sed "s|^$repo/||" | sort -u)
 # ansible-runner records its env in artifacts/<job>/command for every job run so far (the
-# preparation slices, site, guard).
-mapfile -t expected < <( (for d in "$pdd"/artifacts/*/; do echo "build/awx-test/pdd/artifacts/$(basename "$d")/command"; done
-                          echo "build/awx-test/pdd/env/envvars") | sort -u)
+# preparation slices in theirs, site, guard) and keeps env/envvars in every private data dir.
+mapfile -t expected < <(for d in "$pdd" "$work"/pdd-slice-*; do
+                          for a in "$d"/artifacts/*/; do echo "${a#"$repo/"}command"; done
+                          echo "${d#"$repo/"}/env/envvars"
+                        done | sort -u)
 [[ "${holders[*]}" == "${expected[*]}" ]] || fail "the key is in: ${holders[*]} (expected only ${expected[*]})"
 for f in "${expected[@]}"; do
   [[ "$f" == */command ]] || continue
@@ -200,8 +208,8 @@ done
 for f in "${expected[@]}"; do
   [[ "$(stat -c '%a' "$repo/$f")" == 600 ]] || fail "$f is not 0600"
 done
-echo "   searched $(find "$pdd" "$NIMSTACK_LAB_DIR" -type f | wc -l) files ($events job events, stdout, fact cache," \
-  "lab state): the key is only in ${expected[*]##*/pdd/} (all 0600; each command holds it in its env record only)"
+echo "   searched $(find "$work" "$NIMSTACK_LAB_DIR" -type f | wc -l) files ($events job events, stdout, fact cache," \
+  "lab state): the key is only in ${expected[*]#build/awx-test/} (all 0600; each command holds it in its env record only)"
 
 step "the teardown job template: refused without confirmation, then done with it"
 if python3 tests/awx/awx_survey.py playbooks/awx/vars/surveys.yml nimstack_awx_survey_teardown \
