@@ -8,7 +8,8 @@
 #   mpi             a per-deployment RSA key, pinned known_hosts and a hostfile; the workers' sshd
 #                   accepting the key; after the kill: the group restarts and serves again without
 #                   a second download, a new leader alone takes the workers, and a frozen worker
-#                   (docker pause) fails the bounded collectives as well
+#                   (docker pause, or SIGSTOP to its processes where the freezer gives up) fails
+#                   the bounded collectives as well
 #   ray             a real Ray cluster with token authentication (RAY_AUTH_MODE=token, one token
 #                   file for every rank); /v1/completions as well; a client without the token is
 #                   refused; after the kill the other worker leaves on its own
@@ -81,6 +82,33 @@ expect_group_down() {
   step "leader exited $((SECONDS - since))s after $1 with status $(docker container inspect -f '{{.State.ExitCode}}' "$leader")"
 }
 step() { echo "test-standin: [$((SECONDS - t0))s] $*"; }
+
+# Hang container $1 and every process in it. docker pause uses the cgroup freezer, which on
+# cgroup v1 can give up ("OCI runtime pause failed: unable to freeze") when the container's
+# processes do not all reach the frozen state in time; seen once in a clean-clone CI run, 3 s after
+# the leader's mpirun reached the worker. Try it 3 times, then stop every process with SIGSTOP,
+# which hangs the rank the same way. thaw undoes whichever it was.
+frozen_by=
+freeze() {
+  local try err pids
+  for try in 1 2 3; do
+    if err=$(docker pause "$1" 2>&1 >/dev/null); then frozen_by=pause; return; fi
+    step "docker pause $1 failed (try $try of 3): $err"
+    sleep 1
+  done
+  mapfile -t pids < <(docker top "$1" -eo pid | tail -n +2)
+  ((${#pids[@]})) || fail "no process of $1 to stop"
+  kill -STOP "${pids[@]}"
+  frozen_by=sigstop
+  step "stopped the ${#pids[@]} processes of $1 with SIGSTOP instead"
+}
+thaw() {
+  case $frozen_by in
+    pause) docker unpause "$1" >/dev/null ;;
+    sigstop) docker top "$1" -eo pid | tail -n +2 | xargs -r kill -CONT ;;
+  esac
+  frozen_by=
+}
 fail() { echo "test-standin: FAIL: $*" >&2; exit 1; }
 
 work=$(mktemp -d /var/tmp/nimstack-standin-test-XXXXXX)
@@ -326,12 +354,12 @@ CONFIG
   done
   step "the new leader was ready in $((SECONDS - start))s and answers with both workers"
 
-  step "freezing ${workers[0]} (docker pause)"
-  docker pause "${workers[0]}" >/dev/null
+  step "freezing ${workers[0]}"
+  freeze "${workers[0]}"
   expect_group_down "freezing ${workers[0]}"
   leader_log=$(docker logs "$leader" 2>&1)
   grep -m1 'aborting the MPI job' <<<"$leader_log" | sed 's/^/    /'
-  docker unpause "${workers[0]}" >/dev/null
+  thaw "${workers[0]}"
   remove_group
 }
 
