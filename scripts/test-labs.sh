@@ -8,8 +8,8 @@
 #             lab-test -> docker-path-test -> contracts-test (one lab, prepared once, handed on)
 #   stream b: awx-test, security-test (each on a lab of its own), then the molecule scenarios
 #
-# Measured from a clean clone on a 2-core machine, in seconds: standin 117, doctor 122, lab 251,
-# docker path 566, contracts 715 | awx 239, security 535, molecule 1,078: 1,771 and 1,852.
+# Measured from a clean clone on a 2-core machine, in seconds: standin 109, doctor 101, lab 249,
+# docker path 571, contracts 722 | awx 215, security 491, molecule 1,087: 1,752 and 1,793.
 #
 # A stream stops at its first failing step; the other goes on. Exits non-zero when any step
 # failed, naming it.
