@@ -8,9 +8,10 @@
 #      inventory maps it to nim_ngc_api_key with the same env lookup as inventories/example;
 #   3. at scale: the "prepare hosts" job template runs as AWX slices it (job_slice_count from
 #      nimstack_awx_prepare_slice_count): one job per slice, each on a private data dir of its own
-#      (as AWX gives every job) with its share of the hosts, at the same time; then the unsliced "deploy" job template (site.yml without the
-#      preparation the slices did) converges to a ready, smoke-tested endpoint, and the key
-#      reached the nodes (root-only env file, the containers' env);
+#      (as AWX gives every job) with its share of the hosts, at the same time; then the unsliced
+#      "deploy" job template (site.yml without the preparation the slices did) converges to a
+#      ready, smoke-tested endpoint, and the key reached the nodes (root-only env file, the
+#      containers' env);
 #   3b. the whole-group guard: the deploy job limited to one worker is refused, naming the missing
 #      members, with no container changed on any host;
 #   4. the key appears nowhere under the private data dirs (job events, stdout, fact cache, ...)

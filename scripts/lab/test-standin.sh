@@ -82,34 +82,33 @@ expect_group_down() {
   step "leader exited $((SECONDS - since))s after $1 with status $(docker container inspect -f '{{.State.ExitCode}}' "$leader")"
 }
 step() { echo "test-standin: [$((SECONDS - t0))s] $*"; }
+fail() { echo "test-standin: FAIL: $*" >&2; exit 1; }
 
 # Hang container $1 and every process in it. docker pause uses the cgroup freezer, which on
 # cgroup v1 can give up ("OCI runtime pause failed: unable to freeze") when the container's
 # processes do not all reach the frozen state in time; seen once in a clean-clone CI run, 3 s after
 # the leader's mpirun reached the worker. Try it 3 times, then stop every process with SIGSTOP,
-# which hangs the rank the same way. thaw undoes whichever it was.
-frozen_by=
+# which hangs the rank the same way. thaw undoes whichever it was: Docker knows a paused container.
+container_pids() { docker top "$1" -eo pid | tail -n +2; }
 freeze() {
   local try err pids
   for try in 1 2 3; do
-    if err=$(docker pause "$1" 2>&1 >/dev/null); then frozen_by=pause; return; fi
+    if err=$(docker pause "$1" 2>&1 >/dev/null); then return; fi
     step "docker pause $1 failed (try $try of 3): $err"
     sleep 1
   done
-  mapfile -t pids < <(docker top "$1" -eo pid | tail -n +2)
+  mapfile -t pids < <(container_pids "$1")
   ((${#pids[@]})) || fail "no process of $1 to stop"
   kill -STOP "${pids[@]}"
-  frozen_by=sigstop
   step "stopped the ${#pids[@]} processes of $1 with SIGSTOP instead"
 }
 thaw() {
-  case $frozen_by in
-    pause) docker unpause "$1" >/dev/null ;;
-    sigstop) docker top "$1" -eo pid | tail -n +2 | xargs -r kill -CONT ;;
-  esac
-  frozen_by=
+  if [[ "$(docker container inspect -f '{{.State.Paused}}' "$1")" == true ]]; then
+    docker unpause "$1" >/dev/null
+  else
+    container_pids "$1" | xargs -r kill -CONT
+  fi
 }
-fail() { echo "test-standin: FAIL: $*" >&2; exit 1; }
 
 work=$(mktemp -d /var/tmp/nimstack-standin-test-XXXXXX)
 chmod 0755 "$work"
