@@ -8,7 +8,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=nimstack-lab-host
 suite=bookworm
 packages=python3,systemd,systemd-sysv,openssh-server,sudo,iproute2,ca-certificates
-rootfs="$repo:rootfs-$(echo "$suite $packages" | sha256sum | cut -c1-12)"
+# openssh-server's install made SSH host keys in the root file system; they stay out of it (and out
+# of every layer and image archive built on it): each host makes its own at first boot.
+exclude='./etc/ssh/ssh_host_*'
+rootfs="$repo:rootfs-$(echo "$suite $packages $exclude" | sha256sum | cut -c1-12)"
 image="$repo:$( (echo "$rootfs"; cat "$here/host.Dockerfile") | sha256sum | cut -c1-12)"
 
 if ! docker image inspect "$image" >/dev/null 2>&1; then
@@ -17,7 +20,7 @@ if ! docker image inspect "$image" >/dev/null 2>&1; then
   if ! docker image inspect "$rootfs" >/dev/null 2>&1; then
     debootstrap --variant=minbase --include="$packages" "$suite" "$work/rootfs" \
       >"$work/debootstrap.log" 2>&1 || { tail -n 30 "$work/debootstrap.log" >&2; exit 1; }
-    tar -C "$work/rootfs" -c . | docker import - "$rootfs" >/dev/null
+    tar -C "$work/rootfs" --exclude="$exclude" -c . | docker import - "$rootfs" >/dev/null
   fi
   docker build -q -t "$image" --build-arg "BASE=$rootfs" -f "$here/host.Dockerfile" "$here" \
     >"$work/build.log" 2>&1 || { tail -n 30 "$work/build.log" >&2; exit 1; }

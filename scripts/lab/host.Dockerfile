@@ -1,13 +1,13 @@
 # The lab's systemd host: Debian 12 from debootstrap, made to boot as a container.
 ARG BASE
 FROM ${BASE}
-# Each host makes its own SSH host keys at first boot (an image must not share them).
+# Each host makes its own SSH host keys at first boot (an image must not share them; the root file
+# system comes without any, build-image.sh).
 # Units that need hardware or a console stall or fail inside a container.
 RUN systemctl mask getty.target console-getty.service systemd-udevd.service \
       systemd-udev-trigger.service systemd-remount-fs.service systemd-firstboot.service \
       sys-kernel-debug.mount sys-kernel-tracing.mount dev-hugepages.mount \
     && systemctl enable ssh \
-    && rm -f /etc/ssh/ssh_host_* \
     && printf '[Service]\nExecStartPre=\nExecStartPre=/usr/bin/ssh-keygen -A\nExecStartPre=/usr/sbin/sshd -t\n' > /etc/ssh/hostkeys.conf \
     && mkdir -p /etc/systemd/system/ssh.service.d \
     && mv /etc/ssh/hostkeys.conf /etc/systemd/system/ssh.service.d/hostkeys.conf \
