@@ -9,7 +9,7 @@ COLLECTION_LINK := build/collections/ansible_collections/nimstack/multinode
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: test labs deps link lint units k8s build-check sanity molecule lab-test standin-test docker-path-test contracts-test docs-check awx-test doctor-test security-test lab lab-down clean
+.PHONY: test labs deps link lint units k8s build-check sanity molecule lab-test standin-test docker-path-test contracts-test docs-check awx-test doctor-test security-test k8s-cluster k8s-cluster-down k8s-live-test lab lab-down clean
 
 test: deps lint units k8s build-check sanity docs-check labs
 
@@ -97,6 +97,21 @@ docs-check: deps
 # vars and the NGC credential as env, on a lab of its own; the key must not leak into the job.
 awx-test: deps
 	scripts/test-awx.sh
+
+# A real Kubernetes control plane for the live tests (scripts/k8s/cluster.sh): etcd, the API
+# server, controller-manager, scheduler and kwok's fake GPU nodes, built from the Go module proxy
+# at pinned versions and cached outside the clone. Leaves it running: build/k8s/kubeconfig.
+k8s-cluster: deps
+	scripts/k8s/cluster.sh up
+
+# Stops every process k8s-cluster started and removes build/k8s.
+k8s-cluster-down:
+	scripts/k8s/cluster.sh down
+
+# The Kubernetes roles against that cluster (or against KUBECONFIG=... of one's own, see
+# docs/testing.md): install, deploy, re-run, change, refuse, tear down.
+k8s-live-test: deps
+	scripts/test-k8s-live.sh
 
 # The main job: site.yml on a 3-host lab to a serving endpoint (scripts/lab/rollout.sh).
 lab: deps

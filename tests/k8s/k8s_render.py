@@ -40,6 +40,8 @@ SCENARIOS = {
     'lws-4node': ('lws', {'nim_pipeline_parallel': 4}),
     'lws-deepseek': ('lws', DEEPSEEK_R1),
     'lws-ray': ('lws', {'nim_launch_contract': 'ray'}),
+    # Tensor parallelism across both nodes, one pipeline stage: a raw LeaderWorkerSet runs it.
+    'lws-ray-tp16': ('lws', {'nim_launch_contract': 'ray', 'nim_tensor_parallel': 16, 'nim_pipeline_parallel': 1}),
     'lws-leader-address': ('lws', {'nim_launch_contract': 'leader_address', 'nim_socket_ifname': 'eth0',
                                    'nim_network_profile': 'roce'}),
     'operator-tp8pp2': ('nim_operator', {}),
@@ -67,6 +69,9 @@ REJECTED = {
     'rejected-bad-topology-key': ('nim_operator', {'nim_k8s_exclusive_topology': 'not a label'}),
     'rejected-operator-leader-address': ('nim_operator', {'nim_launch_contract': 'leader_address',
                                                           'nim_socket_ifname': 'eth0'}),
+    # The operator would run it as one single-node pod (its LeaderWorkerSet size is the pipeline).
+    'rejected-operator-tp-across-nodes': ('nim_operator', {'nim_launch_contract': 'ray', 'nim_tensor_parallel': 16,
+                                                           'nim_pipeline_parallel': 1}),
 }
 
 # Independent of each other, so they all run in one parallel batch; the runs that build on an

@@ -341,6 +341,10 @@ def test_switching_contract_removes_stale_files(renders, workdir):
     ('rejected-bad-topology-key', 'nim_k8s_exclusive_topology=not a label is not a node label key'),
     ('rejected-operator-leader-address',
      "group 'default': nim_launch_contract=leader_address is not supported by nim_k8s_backend=nim_operator"),
+    ('rejected-operator-tp-across-nodes',
+     "group 'default': nim_tensor_parallel=16 with nim_pipeline_parallel=1 spreads over 2 nodes, but "
+     "nim_k8s_backend=nim_operator runs one pod per pipeline stage (1)"),
+    ('rejected-operator-tp-across-nodes', 'use nim_k8s_backend=lws, which runs any layout'),
 ])
 def test_rejected_deployment_fails_before_anything_is_written(renders, name, message):
     render = renders[name]
