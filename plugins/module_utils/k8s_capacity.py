@@ -144,30 +144,44 @@ def assess_nodes(nodes, used, gpus_per_rank, node_selector=None, tolerations=Non
     return sorted(result, key=lambda item: item['name'])
 
 
-def _group_pod(group):
-    namespace, name = group.get('namespace'), group.get('object_name')
+def _planned_pods(groups):
+    """A test for the running pods of any planned group: this run keeps or replaces them itself."""
+    owned = set((group.get('namespace'), group.get('object_name')) for group in groups if group.get('object_name'))
 
-    def is_own(pod):
+    def is_planned(pod):
         metadata = pod.get('metadata') or {}
-        return (bool(name) and metadata.get('namespace') == namespace
-                and (metadata.get('labels') or {}).get(LWS_NAME_LABEL) == name)
-    return is_own
+        return (metadata.get('namespace'), (metadata.get('labels') or {}).get(LWS_NAME_LABEL)) in owned
+    return is_planned
 
 
-def check_group(group, nodes, pods, resource=GPU_RESOURCE):
+def check_group(group, nodes, pods, resource=GPU_RESOURCE, reserved=None, taken_domains=None, skip=None):
     """One deployment group against the cluster: a dict with the counts and ``errors`` (strings).
 
     ``group``: name, size (pods per LWS group), replicas (LWS groups), gpus_per_rank, and optional
     node_selector, tolerations, topology_key (LWS exclusive topology), namespace and object_name
     (whose running pods are not counted as used).
+    ``reserved`` (node -> GPUs) and ``taken_domains`` ({topology key: set of domains}) hold what the
+    groups placed before this one take; they are updated with this group's placement when it fits.
+    ``skip(pod)`` excepts pods from the GPUs in use (default: this group's own).
     """
     name = group['name']
     size = int(group['size'])
     replicas = int(group.get('replicas') or 1)
     per_rank = int(group['gpus_per_rank'])
     topology_key = group.get('topology_key') or ''
-    used = gpus_in_use(pods, skip=_group_pod(group), resource=resource)
+    reserved = {} if reserved is None else reserved
+    taken_domains = {} if taken_domains is None else taken_domains
+    used = gpus_in_use(pods, skip=skip or _planned_pods([group]), resource=resource)
+    for node, gpus in reserved.items():
+        used[node] = used.get(node, 0) + gpus
     assessed = assess_nodes(nodes, used, per_rank, group.get('node_selector'), group.get('tolerations'), resource)
+    taken = taken_domains.get(topology_key, set()) if topology_key else set()
+    for node in assessed:
+        if node['fits'] and topology_key and node['labels'].get(topology_key) in taken:
+            node['fits'] = False
+            node['reason'] = 'its %s domain is taken by a group placed before' % topology_key
+        elif not node['fits'] and reserved.get(node['name']):
+            node['reason'] += ' (%d taken by groups placed before)' % reserved[node['name']]
     fitting = [node for node in assessed if node['fits']]
     report = {'group': name, 'needed_nodes': size * replicas, 'qualifying_nodes': len(fitting),
               'nodes': dict((node['name'], node['reason'] or 'fits') for node in assessed), 'errors': []}
@@ -181,16 +195,23 @@ def check_group(group, nodes, pods, resource=GPU_RESOURCE):
             report['errors'].append(
                 "group '%s' cannot be placed: it needs %s, but %d of %d node(s) qualify%s" % (
                     name, need, len(fitting), len(assessed), found_tail))
+            return report
+        # Best fit: the nodes with the fewest free GPUs that still hold a rank, leaving the larger
+        # ones to the groups after it.
+        for node in sorted(fitting, key=lambda item: (item['free'], item['name']))[:size * replicas]:
+            reserved[node['name']] = reserved.get(node['name'], 0) + per_rank
         return report
 
     domains = {}
     unlabelled = []
+    members = {}
     for node in fitting:
         domain = node['labels'].get(topology_key)
         if domain is None:
             unlabelled.append(node['name'])
         else:
             domains[domain] = domains.get(domain, 0) + 1
+            members.setdefault(domain, []).append(node)
     for node in assessed:
         if not node['fits'] and topology_key in node['labels']:
             domains.setdefault(node['labels'][topology_key], 0)
@@ -207,6 +228,12 @@ def check_group(group, nodes, pods, resource=GPU_RESOURCE):
                 per_domain or 'no node carries the label',
                 '; qualifying but without the label: %s' % ', '.join(unlabelled) if unlabelled else '',
                 found_tail))
+        return report
+    # Exclusive topology: each LWS group holds a whole domain, which no other group may share.
+    for domain in full[:replicas]:
+        taken_domains.setdefault(topology_key, set()).add(domain)
+        for node in members[domain][:size]:
+            reserved[node['name']] = reserved.get(node['name'], 0) + per_rank
     return report
 
 
@@ -239,13 +266,24 @@ def check_scheduler(scheduler, crds):
 
 
 def check_capacity(groups, nodes, pods, resource=GPU_RESOURCE):
-    """Every group, independently: ({group name: report}, [every error])."""
+    """Every group, together: ({group name: report}, [every error]).
+
+    The groups are placed one after another (the largest ranks first), each on what the ones
+    before it left, on the nodes with the fewest GPUs that hold a rank: two groups
+    that each fit alone are refused when the cluster cannot hold both. The running pods of every
+    planned group are left out of the GPUs in use, since this run keeps or replaces them.
+    """
     if not isinstance(nodes, list) or not isinstance(pods, list):
         raise CapacityError('nodes and pods must be lists of objects (the items of a Kubernetes list)')
     reports = {}
     errors = []
-    for group in groups:
-        report = check_group(group, nodes, pods, resource)
+    reserved = {}
+    taken_domains = {}
+    planned = _planned_pods(groups)
+    # The largest ranks and groups first, as one packs a bin: small ones fit around them.
+    order = sorted(groups, key=lambda g: (-int(g['gpus_per_rank']), -int(g['size']) * int(g.get('replicas') or 1)))
+    for group in order:
+        report = check_group(group, nodes, pods, resource, reserved, taken_domains, skip=planned)
         reports[group['name']] = report
         errors.extend(report['errors'])
     return reports, errors

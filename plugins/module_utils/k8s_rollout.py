@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, nimstack maintainers
 # SPDX-License-Identifier: Apache-2.0
-"""Whether a Deployment or a LeaderWorkerSet has finished rolling out, and if not, why.
+"""Whether a Deployment, a LeaderWorkerSet or a NIMService has finished rolling out, and if not, why.
 
 A condition alone does not say it: a Deployment stays Available, and a LeaderWorkerSet too, while
 the old pods still serve and the new ones start. Rolled out means the controller has seen the
@@ -30,6 +30,11 @@ def rollout_problem(resources):
     status = obj.get('status') or {}
     if meta.get('deletionTimestamp'):
         return 'it is being deleted'
+    if kind == 'NIMService':
+        # The NIM Operator drives the rollout itself and reports it as the Ready condition and state.
+        if _condition(obj, 'Ready') == 'True' and status.get('state', 'Ready') == 'Ready':
+            return ''
+        return 'it is not Ready (state %s)' % status.get('state', 'unknown')
     generation = meta.get('generation') or 0
     observed = status.get('observedGeneration') or 0
     if observed < generation:

@@ -25,6 +25,8 @@ base=${NIMSTACK_K8S_PORT_BASE:-16440}
 p_etcd=$base p_peer=$((base + 1)) p_api=$((base + 2)) p_cm=$((base + 3)) p_sched=$((base + 4))
 p_webhook=$((base + 5)) p_probe=$((base + 6))
 python=${NIMSTACK_PYTHON:-$repo/.venv/bin/python}
+# How long a pod on a fake node takes to become Ready (a kwok stage delay), as containers take to start.
+ready_ms=${NIMSTACK_K8S_POD_READY_MS:-5000}
 procs=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok agent)
 
 log() { echo "cluster.sh: $*" >&2; }
@@ -214,7 +216,15 @@ EOF
     --kubeconfig "$state/kubeconfig" --authentication-kubeconfig "$state/kubeconfig" \
     --authorization-kubeconfig "$state/kubeconfig" --bind-address 127.0.0.1 --secure-port "$p_sched" \
     --leader-elect=false --profiling=false
-  start kwok "$cache/bin/kwok" --kubeconfig "$state/kubeconfig" --config "$cache/share/kwok/stages.yaml" \
+  # kwok's own stages, with pods taking a few seconds to become Ready as containers do: a run that
+  # returned on the old pods of a rolling group would then be caught with new pods not ready.
+  "$python" -c 'import sys, yaml
+stages = [s for s in yaml.safe_load_all(open(sys.argv[1])) if s]
+for stage in stages:
+    if stage["metadata"]["name"] == "pod-ready":
+        stage["spec"]["delay"] = {"durationMilliseconds": int(sys.argv[3])}
+yaml.safe_dump_all(stages, open(sys.argv[2], "w"))' "$cache/share/kwok/stages.yaml" "$state/kwok-stages.yaml" "$ready_ms"
+  start kwok "$cache/bin/kwok" --kubeconfig "$state/kubeconfig" --config "$state/kwok-stages.yaml" \
     --manage-all-nodes=false --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake \
     --node-lease-duration-seconds 40 --cidr 10.244.0.1/16 --node-ip 10.0.0.1
   nodes | kubectl apply -f - >/dev/null

@@ -93,7 +93,11 @@ def test_file_layout_of_the_lws_backend(renders):
 
 
 def test_file_layout_of_the_operator_backend(renders):
+    # The operator builds a LeaderWorkerSet for a multi-node NIMService, and watches LeaderWorkerSets
+    # only if their CRD existed when it started: LWS is installed too, and first.
     assert renders['operator-tp8pp2'].paths() == [
+        '_cluster/lws/install.yaml',
+        '_cluster/lws/values.yaml',
         '_cluster/nim-operator/install.yaml',
         '_cluster/nim-operator/values.yaml',
         '_namespaces/nim/Namespace-nim.yaml',
@@ -131,7 +135,7 @@ def test_lws_group_follows_the_operator_mpi_contract(renders, name, pp):
             assert env[key] == value, (container['name'], key)
         assert env['NIM_NODE_RANK'] == rank_ref
         assert env['NGC_API_KEY'] == {'secretKeyRef': {'name': 'ngc-api-key', 'key': 'NGC_API_KEY'}}
-        assert container['resources']['limits']['nvidia.com/gpu'] == 8
+        assert container['resources']['limits']['nvidia.com/gpu'] == '8'
     lead_env, work_env = _env(lead), _env(work)
     timeout = str(DEEPSEEK_R1['nim_mpi_start_timeout']) if name == 'lws-deepseek' else '3000'
     assert lead_env['NIM_LEADER_ROLE'] == '1'
@@ -240,7 +244,7 @@ def test_lws_leader_address_contract_uses_the_lws_leader_address(renders):
         # RoCE profile (FACTS.md 5): the RDMA device and the GID index ride on every rank.
         assert env['NCCL_IB_GID_INDEX'] == '3'
         assert env['NCCL_SOCKET_IFNAME'] == 'eth0'
-        assert container['resources']['limits'] == {'nvidia.com/gpu': 8, 'rdma/rdma_shared_device_a': 1}
+        assert container['resources']['limits'] == {'nvidia.com/gpu': '8', 'rdma/rdma_shared_device_a': '1'}
 
 
 @pytest.mark.parametrize('name, pp', [('operator-tp8pp2', 2), ('operator-4node', 4)])
@@ -263,7 +267,7 @@ def test_deepseek_r1_seed_nimservice(renders):
     assert spec['multiNode']['parallelism'] == {'tensor': 8, 'pipeline': 2}
     assert spec['multiNode']['mpi'] == {'mpiStartTimeout': 6000}
     assert 'ray' not in spec['multiNode']
-    assert spec['resources']['limits']['nvidia.com/gpu'] == 8
+    assert spec['resources']['limits']['nvidia.com/gpu'] == '8'
     assert spec['storage']['pvc']['volumeAccessMode'] == 'ReadWriteMany'
     assert spec['storage']['pvc']['create'] is True
     assert spec['storage']['sharedMemorySizeLimit'] == '64Gi'
@@ -278,7 +282,7 @@ def test_nimservice_ray_contract_sets_ray_never_mpi(renders):
     assert 'mpi' not in spec['multiNode']
     assert {'name': 'NIM_JSONL_LOGGING', 'value': '0'} in spec['env']
     # AWS EFA profile: 4 EFA devices per GPU on p5.48xlarge, so 32 for the 8 GPUs of a pod.
-    assert spec['resources']['limits'] == {'nvidia.com/gpu': 8, 'vpc.amazonaws.com/efa': 32}
+    assert spec['resources']['limits'] == {'nvidia.com/gpu': '8', 'vpc.amazonaws.com/efa': '32'}
     assert {'name': 'FI_PROVIDER', 'value': 'efa'} in spec['env']
 
 

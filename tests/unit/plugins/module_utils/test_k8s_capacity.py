@@ -137,12 +137,46 @@ def test_the_gpu_taint_needs_a_toleration():
     assert 'gpu-a: taint nvidia.com/gpu=present:NoSchedule not tolerated' in errors[0]
 
 
-def test_groups_are_checked_each_on_their_own():
+def test_groups_of_different_sizes_are_packed_together():
     listing = kubectl_list(node('gpu-a'), node('gpu-b'), node('big-1', gpus=16), node('big-2', gpus=16))
     reports, errors = _check([group('llama'), group('r1', size=2, gpus_per_rank=16)], listing)
     assert errors == []
     assert reports['r1']['nodes'] == {'big-1': 'fits', 'big-2': 'fits', 'gpu-a': '8 of 8 nvidia.com/gpu free',
                                       'gpu-b': '8 of 8 nvidia.com/gpu free'}
+    # llama goes where r1 cannot: the 8-GPU nodes.
+    assert reports['llama']['nodes']['gpu-a'] == 'fits'
+
+
+def test_two_groups_that_each_fit_alone_but_not_together_are_refused():
+    # Found on the live cluster: 3 free nodes, two groups of 2 each fit alone, not together.
+    listing = kubectl_list(node('gpu-a'), node('gpu-b'), node('gpu-c'), node('gpu-d'),
+                           pod('holder', 'gpu-a', gpus=8))
+    reports, errors = _check([group('alpha'), group('beta')], listing)
+    assert reports['alpha']['errors'] == []
+    assert len(errors) == 1
+    assert errors[0].startswith("group 'beta' cannot be placed: it needs 2 node(s)")
+    assert 'gpu-a: 0 of 8 nvidia.com/gpu free' in errors[0]
+    assert '(8 taken by groups placed before)' in errors[0]
+
+
+def test_exclusive_topology_gives_each_group_a_domain_of_its_own():
+    listing = kubectl_list(node('a1', labels={RACK: 'a'}), node('a2', labels={RACK: 'a'}),
+                           node('b1', labels={RACK: 'b'}), node('b2', labels={RACK: 'b'}),
+                           pod('holder', 'a1', gpus=8))
+    _reports, errors = _check([group('alpha', topology_key=RACK), group('beta', topology_key=RACK)], listing)
+    assert len(errors) == 1 and errors[0].startswith("group 'beta' cannot be placed with nim_k8s_exclusive_topology")
+    assert 'b1: 0 of 8 nvidia.com/gpu free (8 taken by groups placed before)' in errors[0]
+
+
+def test_the_running_pods_of_every_planned_group_are_not_counted_on_a_rerun():
+    # Both groups already run on the four nodes; a re-run replaces or keeps them, so they fit.
+    listing = kubectl_list(node('gpu-a'), node('gpu-b'), node('gpu-c'), node('gpu-d'),
+                           pod('nim-alpha-0', 'gpu-a', gpus=8, namespace='nim', labels={'leaderworkerset.sigs.k8s.io/name': 'nim-alpha'}),
+                           pod('nim-alpha-0-1', 'gpu-b', gpus=8, namespace='nim', labels={'leaderworkerset.sigs.k8s.io/name': 'nim-alpha'}),
+                           pod('nim-beta-0', 'gpu-c', gpus=8, namespace='nim', labels={'leaderworkerset.sigs.k8s.io/name': 'nim-beta'}),
+                           pod('nim-beta-0-1', 'gpu-d', gpus=8, namespace='nim', labels={'leaderworkerset.sigs.k8s.io/name': 'nim-beta'}))
+    _reports, errors = _check([group('alpha'), group('beta')], listing)
+    assert errors == []
 
 
 @pytest.mark.parametrize('toleration, taint, expected', [

@@ -60,3 +60,12 @@ def test_a_ready_leaderworkerset_has_no_problem_and_zero_replicas_need_not_be_av
 
 def test_a_leaderworkerset_not_available_is_named():
     assert rollout_problem([lws(ready=1, available='False')]) == '1 of 2 replicas are ready; it is not Available'
+
+
+def test_a_nimservice_is_rolled_out_when_the_operator_says_ready():
+    ready = {'kind': 'NIMService', 'metadata': {'name': 'g', 'generation': 2},
+             'status': {'state': 'Ready', 'conditions': [{'type': 'Ready', 'status': 'True'}]}}
+    assert rollout_problem([ready]) == ''
+    pending = {'kind': 'NIMService', 'metadata': {'name': 'g'},
+               'status': {'state': 'NotReady', 'conditions': [{'type': 'Ready', 'status': 'False'}]}}
+    assert rollout_problem([pending]) == 'it is not Ready (state NotReady)'
