@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# Debian packages the test suite needs beyond Python: shellcheck for ansible-test sanity.
-# (The Docker engine and debootstrap for the lab come from scripts/lab/ensure-docker.sh.)
+# Debian packages the test suite needs beyond Python: shellcheck for ansible-test sanity; openssl,
+# curl and procps for the live Kubernetes cluster (scripts/k8s/cluster.sh), whose Go 1.26 toolchain
+# the machine provides at /usr/local/go. (The Docker engine and debootstrap for the lab come from
+# scripts/lab/ensure-docker.sh.)
 set -euo pipefail
 need=()
 command -v shellcheck >/dev/null 2>&1 || need+=(shellcheck)
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
+command -v curl >/dev/null 2>&1 || need+=(curl)
+command -v pkill >/dev/null 2>&1 || need+=(procps)
 ((${#need[@]})) || exit 0
 if [[ $(id -u) -ne 0 ]]; then
   echo "setup-system.sh: missing ${need[*]}; install them (apt-get install ${need[*]}) or run as root" >&2

@@ -25,6 +25,8 @@ step runs playbooks/deploy_kubernetes.yml as a subprocess and then reads the clu
 Numbers go to stdout and build/k8s-live/summary.json.
 
   scripts/test-k8s-live.py            # against build/k8s/kubeconfig (make k8s-cluster)
+  NIMSTACK_LIVE_KUBECONFIG=~/.kube/config NIMSTACK_LIVE_STORAGE_CLASS=rwx [NIMSTACK_LIVE_TOPOLOGY_KEY=rack-label] \
+      scripts/test-k8s-live.py        # one's own cluster: stage lws only, in a namespace of its own
 """
 
 import json
@@ -40,15 +42,28 @@ import time
 import yaml
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-STATE = os.path.join(REPO, 'build', 'k8s')
 LOGS = os.path.join(REPO, 'build', 'k8s-live')
-KUBECONFIG = os.path.join(STATE, 'kubeconfig')
 PLAYBOOK = os.path.join(REPO, 'playbooks', 'deploy_kubernetes.yml')
-NS = 'nim-live'
-RACK = 'nimstack.test/rack'
 KEY = 'nvapi-LIVE-' + secrets.token_hex(12)
 MANAGED = 'app.kubernetes.io/managed-by=nimstack.multinode'
-CACHE = open(os.path.join(STATE, 'run', 'cache'), encoding='utf-8').read().strip()
+# One's own cluster (docs/testing.md): its kubeconfig, an RWX storage class, optionally a node label
+# with one domain per group; LWS must be installed, and nothing outside the test's namespace changes.
+OWN = os.environ.get('NIMSTACK_LIVE_KUBECONFIG', '')
+if OWN:
+    STATE = LOGS
+    KUBECONFIG = os.path.abspath(os.path.expanduser(OWN))
+    NS = 'nimstack-live-' + secrets.token_hex(3)
+    RACK = os.environ.get('NIMSTACK_LIVE_TOPOLOGY_KEY', '')
+    STORAGE_CLASS = os.environ.get('NIMSTACK_LIVE_STORAGE_CLASS', '')
+    CACHE = subprocess.run([os.path.join(REPO, 'scripts', 'k8s', 'build.sh')], capture_output=True, text=True,
+                           check=True).stdout.strip()
+else:
+    STATE = os.path.join(REPO, 'build', 'k8s')
+    KUBECONFIG = os.path.join(STATE, 'kubeconfig')
+    NS = 'nim-live'
+    RACK = 'nimstack.test/rack'
+    STORAGE_CLASS = 'nimstack-rwx'
+    CACHE = open(os.path.join(STATE, 'run', 'cache'), encoding='utf-8').read().strip()
 VERSIONS = dict(line.split('=', 1) for line in open(os.path.join(CACHE, 'versions.env'), encoding='utf-8').read().split())
 LWS_VERSION = VERSIONS['LWS_VERSION']
 BIN = os.path.dirname(sys.executable)  # the virtualenv of make deps: ansible-playbook, kubernetes
@@ -128,12 +143,14 @@ class Play:
         extra_vars = {
             'nim_k8s_backend': 'lws', 'lws_install_method': 'file',
             'lws_manifest_file': os.path.join(CACHE, 'share', 'lws', 'manifests.yaml'), 'lws_version': LWS_VERSION,
-            'lws_wait_timeout': 120, 'nim_k8s_smoke_test': False, 'nim_k8s_storage_class': 'nimstack-rwx',
+            'lws_wait_timeout': 120, 'nim_k8s_smoke_test': False, 'nim_k8s_storage_class': STORAGE_CLASS,
             'nim_k8s_storage_size': '1Ti', 'nim_k8s_exclusive_topology': RACK, 'nim_k8s_kubeconfig': KUBECONFIG,
             # Fake pods are Ready at once; a group that is not ready within 2 minutes never will be.
             'nim_k8s_startup_timeout': 120,
             'lws_kubeconfig': KUBECONFIG, 'nim_operator_kubeconfig': KUBECONFIG,
         }
+        if OWN:
+            extra_vars['nim_k8s_install_components'] = False  # LWS as the cluster has it
         extra_vars.update(extra or {})
         env = dict(os.environ, NGC_API_KEY=KEY, ANSIBLE_CONFIG=os.path.join(REPO, 'ansible.cfg'),
                    ANSIBLE_FORCE_COLOR='0', KUBECONFIG=KUBECONFIG,
@@ -215,7 +232,8 @@ def check_groups(label, groups, plan):
                   % (label, pod['metadata']['name'], have['resources'], planned))
             check(have_env['NIM_LEADER_ROLE']['value'] == ('1' if index == '0' else '0'),
                   '%s: pod %s NIM_LEADER_ROLE wrong' % (label, pod['metadata']['name']))
-            racks.setdefault(group, set()).add(rack_of[pod['spec']['nodeName']])
+            if RACK:
+                racks.setdefault(group, set()).add(rack_of[pod['spec']['nodeName']])
         service = kubectl('get', 'service', 'nim-%s' % group, '-n', NS, '-o', 'json')
         selector = service['spec']['selector']
         selected = [p['metadata']['name'] for p in pods
@@ -377,6 +395,9 @@ def stage_lws(tmp):
     check(again.changed == 0, 'a second teardown changed %d' % again.changed)
     say('   %d objects of ours left; team-config and team-lws survive; second teardown changed=0' % len(left))
 
+    if OWN:
+        kubectl('delete', 'namespace', NS, '--wait=false', parse=False)
+        return
     say('== LWS removed: its CRDs and the LeaderWorkerSet of someone else stay')
     lws_remove(inv)
     kubectl('get', 'crd', 'leaderworkersets.leaderworkerset.x-k8s.io', parse=False)
@@ -470,7 +491,14 @@ def main():
             os.unlink(path)
     start = time.monotonic()
     tmp = tempfile.mkdtemp(prefix='inv-', dir=LOGS)
-    stages = [stage_refusals, stage_lws, stage_helm, stage_finalizer]
+    # On one's own cluster only what stays inside the test's namespace: no refusal scenario built on
+    # this cluster's five nodes, no LWS (un)install, no stand-in CRDs.
+    stages = [stage_lws] if OWN else [stage_refusals, stage_lws, stage_helm, stage_finalizer]
+    if OWN:
+        check(STORAGE_CLASS, 'NIMSTACK_LIVE_STORAGE_CLASS must name a ReadWriteMany storage class of the cluster')
+        kubectl('get', 'crd', 'leaderworkersets.leaderworkerset.x-k8s.io', parse=False)
+        say('== against %s, namespace %s, storage class %s, topology key %s'
+            % (KUBECONFIG, NS, STORAGE_CLASS, RACK or '(none)'))
     only = os.environ.get('LIVE_ONLY')
     failed = []
     for stage in stages:

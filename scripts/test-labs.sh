@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The container-based steps of `make test`, in two streams at once: most of their time is spent
+# The container-based steps of `make test`, in three streams at once: most of their time is spent
 # waiting (containers starting, apt, readiness, bounded waits), not computing, so two streams on a
 # 2-core machine take far less than one after the other. Each stream's lines are prefixed with its
 # name and printed as they come.
@@ -7,6 +7,8 @@
 #   stream a: standin-test, doctor-test (each on a lab of its own), then
 #             lab-test -> docker-path-test -> contracts-test (one lab, prepared once, handed on)
 #   stream b: awx-test, security-test (each on a lab of its own), then the molecule scenarios
+#   stream c: k8s-live-test, the Kubernetes roles on a live control plane (built from the Go
+#             module proxy, cached outside the clone)
 #
 # Measured from a clean clone on a 2-core machine, in seconds: standin 109, doctor 101, lab 249,
 # docker path 571, contracts 722 | awx 215, security 491, molecule 1,087: 1,752 and 1,793.
@@ -21,6 +23,7 @@ cd "$repo"
 
 stream_a=(standin-test doctor-test lab-test docker-path-test contracts-test)
 stream_b=(awx-test security-test molecule)
+stream_c=(k8s-live-test)
 
 # What both streams need is made once, before they start: the Docker engine, the lab's host
 # image and the stand-in image with its archive (two builds of one archive would race).
@@ -49,8 +52,11 @@ start=$SECONDS
 a=$!
 (stream b "${stream_b[@]}" 2>&1 | sed -u 's/^/[b] /') &
 b=$!
+(stream c "${stream_c[@]}" 2>&1 | sed -u 's/^/[c] /') &
+c=$!
 wait "$a" || true
 wait "$b" || true
+wait "$c" || true
 
 failed=$(cat build/test-labs/*.failed 2>/dev/null || true)
 if [[ -n "$failed" ]]; then

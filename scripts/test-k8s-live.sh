@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The live Kubernetes stage of `make test` (scripts/test-k8s-live.py says what it covers): starts the
+# test cluster (scripts/k8s/cluster.sh, built from the Go module proxy and cached), runs every stage
+# against it, takes it down and checks that no process of it and no file outside build/ is left.
+#
+#   scripts/test-k8s-live.sh
+#   NIMSTACK_LIVE_KUBECONFIG=~/.kube/config NIMSTACK_LIVE_STORAGE_CLASS=nfs-rwx scripts/test-k8s-live.sh
+#       against one's own cluster instead (docs/testing.md): no cluster is started, LWS is used as
+#       installed, and only the stages that change nothing but their own namespace run.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+python=$repo/.venv/bin/python
+t=$SECONDS
+
+if [[ -n ${NIMSTACK_LIVE_KUBECONFIG:-} ]]; then
+  "$python" scripts/test-k8s-live.py
+  exit
+fi
+
+scripts/k8s/cluster.sh down >/dev/null 2>&1 || true
+# Where Kubernetes tools write unless told otherwise: nothing may appear there (the stage runs
+# beside the lab streams, so a scan of all of /tmp and ~ would catch their files too).
+suspects=("$HOME/.kube" "$HOME/.cache/helm" "$HOME/.config/helm" "$HOME/.local/share/helm" /tmp/k8s-webhook-server)
+existing=$(ls -d "${suspects[@]}" 2>/dev/null || true)
+scripts/k8s/cluster.sh up
+echo "== the cluster was up in $((SECONDS - t)) s"
+
+rc=0
+"$python" scripts/test-k8s-live.py || rc=$?
+
+scripts/k8s/cluster.sh down
+left=$(pgrep -af -- "$repo/build/k8s" || true)
+if [[ -n $left ]]; then
+  echo "test-k8s-live.sh: processes of the cluster are left:" >&2
+  echo "$left" >&2
+  rc=1
+fi
+stray=$(comm -13 <(echo "$existing") <(ls -d "${suspects[@]}" 2>/dev/null || true))
+if [[ -n $stray ]]; then
+  echo "test-k8s-live.sh: written outside build/ during the run:" >&2
+  echo "$stray" >&2
+  rc=1
+fi
+[[ -d build/k8s ]] && { echo "test-k8s-live.sh: build/k8s is left" >&2; rc=1; }
+if ((rc == 0)); then
+  echo "test-k8s-live.sh: passed in $((SECONDS - t)) s; no process and no file of the cluster left"
+fi
+exit $rc
