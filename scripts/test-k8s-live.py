@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """The live stage of `make test`: the Kubernetes roles against a real API server, as a user runs them.
 
 The cluster is scripts/k8s/cluster.sh's (the real control plane, kwok GPU nodes, the real
@@ -44,7 +44,7 @@ import yaml
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LOGS = os.path.join(REPO, 'build', 'k8s-live')
 PLAYBOOK = os.path.join(REPO, 'playbooks', 'deploy_kubernetes.yml')
-KEY = 'nvapi-LIVE-' + secrets.token_hex(12)
+KEY = os.environ.get('NIMSTACK_LIVE_NGC_API_KEY') or 'nvapi-LIVE-' + secrets.token_hex(12)
 MANAGED = 'app.kubernetes.io/managed-by=nimstack.multinode'
 # One's own cluster (docs/testing.md): its kubeconfig, an RWX storage class, optionally a node label
 # with one domain per group; LWS must be installed, and nothing outside the test's namespace changes.
@@ -146,7 +146,7 @@ class Play:
             'lws_wait_timeout': 120, 'nim_k8s_smoke_test': False, 'nim_k8s_storage_class': STORAGE_CLASS,
             'nim_k8s_storage_size': '1Ti', 'nim_k8s_exclusive_topology': RACK, 'nim_k8s_kubeconfig': KUBECONFIG,
             # Fake pods are Ready at once; a group that is not ready within 2 minutes never will be.
-            'nim_k8s_startup_timeout': 120,
+            'nim_k8s_startup_timeout': int(os.environ.get('NIMSTACK_LIVE_STARTUP_TIMEOUT', '120')),
             'lws_kubeconfig': KUBECONFIG, 'nim_operator_kubeconfig': KUBECONFIG,
         }
         if OWN:
@@ -172,8 +172,8 @@ class Play:
             tail = '\n'.join(self.output.splitlines()[-25:])
             raise Failure('%s: ansible-playbook exited %d (expected %s); %s\n%s'
                           % (name, self.rc, 'success' if expect_rc == 0 else 'failure', self.log, tail))
-        say('   %s: rc=%d changed=%d in %.1f s (%s)' % (name, self.rc, self.changed, self.seconds,
-                                                    os.path.relpath(self.log, REPO)))
+        say('   %s: rc=%d changed=%d in %.1f s (%s)'
+            % (name, self.rc, self.changed, self.seconds, os.path.relpath(self.log, REPO)))
 
 
 def group_pods(group):
@@ -226,8 +226,8 @@ def check_groups(label, groups, plan):
             check(have.get('args') == want.get('args'), '%s: pod %s args %s, planned %s'
                   % (label, pod['metadata']['name'], have.get('args'), want.get('args')))
             # Requests default to the limits of extended resources such as GPUs.
-            planned = dict(want['resources'], requests=dict(want['resources'].get('limits', {}),
-                                                           **want['resources'].get('requests', {})))
+            requests = dict(want['resources'].get('limits', {}), **want['resources'].get('requests', {}))
+            planned = dict(want['resources'], requests=requests)
             check(have['resources'] == planned, '%s: pod %s resources %s, planned %s'
                   % (label, pod['metadata']['name'], have['resources'], planned))
             check(have_env['NIM_LEADER_ROLE']['value'] == ('1' if index == '0' else '0'),

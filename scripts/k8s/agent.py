@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """The live test cluster's node agent: what a kubelet and kube-proxy would do for the one workload
 that kwok cannot fake, the LeaderWorkerSet controller, whose webhooks must really answer.
 
@@ -239,7 +239,7 @@ class EgressHandler(socketserver.StreamRequestHandler):
         if len(request) < 2 or request[0] != "CONNECT":
             self.wfile.write(b"HTTP/1.1 405 Method Not Allowed\r\n\r\n")
             return
-        host, _, port = request[1].rpartition(":")
+        host, port = request[1].rsplit(":", 1)
         target = self.server.backend(host.strip("[]"), int(port))
         if target is None:
             self.wfile.write(b"HTTP/1.1 503 Service Unavailable\r\n\r\n")
