@@ -40,6 +40,11 @@ SCENARIOS = {
     'lws-4node': ('lws', {'nim_pipeline_parallel': 4}),
     'lws-deepseek': ('lws', DEEPSEEK_R1),
     'lws-ray': ('lws', {'nim_launch_contract': 'ray'}),
+    # LWS settings: restart after start, a rollout with surge and a canary partition, priority.
+    'lws-rollout': ('lws', {'nim_k8s_replicas': 3, 'nim_k8s_restart_policy': 'RecreateGroupAfterStart',
+                            'nim_k8s_rollout_max_surge': 1, 'nim_k8s_rollout_max_unavailable': '50%',
+                            'nim_k8s_rollout_partition': 2, 'nim_k8s_priority_class': 'nim-serving'}),
+    'operator-priority': ('nim_operator', {'nim_k8s_priority_class': 'nim-serving'}),
     # Tensor parallelism across both nodes, one pipeline stage: a raw LeaderWorkerSet runs it.
     'lws-ray-tp16': ('lws', {'nim_launch_contract': 'ray', 'nim_tensor_parallel': 16, 'nim_pipeline_parallel': 1}),
     'lws-leader-address': ('lws', {'nim_launch_contract': 'leader_address', 'nim_socket_ifname': 'eth0',
@@ -69,6 +74,10 @@ REJECTED = {
     'rejected-bad-topology-key': ('nim_operator', {'nim_k8s_exclusive_topology': 'not a label'}),
     'rejected-operator-leader-address': ('nim_operator', {'nim_launch_contract': 'leader_address',
                                                           'nim_socket_ifname': 'eth0'}),
+    'rejected-rollout-settings': ('lws', {'nim_k8s_restart_policy': 'Always', 'nim_k8s_rollout_max_surge': 0,
+                                          'nim_k8s_rollout_max_unavailable': 0, 'nim_k8s_rollout_partition': -1,
+                                          'nim_k8s_priority_class': 'Not_A_Name'}),
+    'rejected-operator-lws-settings': ('nim_operator', {'nim_k8s_restart_policy': 'None', 'nim_k8s_rollout_partition': 1}),
     # The operator would run it as one single-node pod (its LeaderWorkerSet size is the pipeline).
     'rejected-operator-tp-across-nodes': ('nim_operator', {'nim_launch_contract': 'ray', 'nim_tensor_parallel': 16,
                                                            'nim_pipeline_parallel': 1}),

@@ -349,6 +349,14 @@ def test_switching_contract_removes_stale_files(renders, workdir):
      "group 'default': nim_tensor_parallel=16 with nim_pipeline_parallel=1 spreads over 2 nodes, but "
      "nim_k8s_backend=nim_operator runs one pod per pipeline stage (1)"),
     ('rejected-operator-tp-across-nodes', 'use nim_k8s_backend=lws, which runs any layout'),
+    ('rejected-rollout-settings', 'nim_k8s_restart_policy must be RecreateGroupOnPodRestart, RecreateGroupAfterStart '
+                                  'or None, got Always'),
+    ('rejected-rollout-settings', 'nim_k8s_rollout_max_unavailable and nim_k8s_rollout_max_surge cannot both be 0'),
+    ('rejected-rollout-settings', 'nim_k8s_rollout_partition must be a whole number of LWS groups (0 updates all), got -1'),
+    ('rejected-rollout-settings', 'nim_k8s_priority_class=Not_A_Name is not the name of a PriorityClass'),
+    ('rejected-operator-lws-settings', 'nim_k8s_restart_policy=None is a LeaderWorkerSet setting, but '
+                                       'nim_k8s_backend=nim_operator builds its own LeaderWorkerSet'),
+    ('rejected-operator-lws-settings', 'nim_k8s_rollout_partition=1 is a LeaderWorkerSet setting'),
 ])
 def test_rejected_deployment_fails_before_anything_is_written(renders, name, message):
     render = renders[name]
@@ -374,3 +382,27 @@ def test_secrets_render_only_on_request(renders, workdir):
     key = base64.b64decode(secrets['default/Secret-nim-default-ssh-pk.yaml']['data']['private.key']).decode()
     assert key.startswith('-----BEGIN RSA PRIVATE KEY-----')
     assert open(os.path.join(keys, 'nim-nim-default', 'id_rsa')).read() == key
+
+
+def test_lws_rollout_restart_and_priority_settings(renders):
+    lws, template, leader, worker = _lws_parts(renders['lws-rollout'])
+    assert lws['spec']['replicas'] == 3
+    assert template['restartPolicy'] == 'RecreateGroupAfterStart'
+    assert lws['spec']['rolloutStrategy'] == {
+        'type': 'RollingUpdate',
+        'rollingUpdateConfiguration': {'maxSurge': 1, 'maxUnavailable': '50%', 'partition': 2}}
+    for role in ('leaderTemplate', 'workerTemplate'):
+        assert template[role]['spec']['priorityClassName'] == 'nim-serving'
+
+
+def test_lws_defaults_recreate_the_whole_group_one_lws_group_at_a_time(renders):
+    lws, template, _leader, _worker = _lws_parts(renders['lws-tp8pp2'])
+    assert template['restartPolicy'] == 'RecreateGroupOnPodRestart'
+    assert lws['spec']['rolloutStrategy']['rollingUpdateConfiguration'] == {
+        'maxSurge': 0, 'maxUnavailable': 1, 'partition': 0}
+    assert 'priorityClassName' not in template['leaderTemplate']['spec']
+
+
+def test_nimservice_carries_the_priority_class(renders):
+    service = renders['operator-priority'].one('NIMService')
+    assert service['spec']['priorityClassName'] == 'nim-serving'
