@@ -17,7 +17,8 @@ step runs playbooks/deploy_kubernetes.yml as a subprocess and then reads the clu
   teardown   every object the collection made is gone, a LeaderWorkerSet and a ConfigMap of
              someone else's in the same namespace survive, a second teardown is changed=0; LWS
              removed keeps its CRDs and that LeaderWorkerSet
-  helm       LWS installed from its chart (a local path), a group deployed and removed, LWS removed
+  helm       LWS installed from its chart (a local path) by the lws role alone, a LeaderWorkerSet
+             accepted the moment it returns; a group deployed and removed, LWS removed
   finalizer  NIMService and NIMCache carrying the NIM Operator's finalizer, with no operator (the
              NIM Operator cannot be built here: its CRDs are stand-ins of ours): teardown takes the
              finalizer off instead of hanging on it
@@ -234,21 +235,34 @@ def check_groups(label, groups, plan):
                   '%s: pod %s NIM_LEADER_ROLE wrong' % (label, pod['metadata']['name']))
             if RACK:
                 racks.setdefault(group, set()).add(rack_of[pod['spec']['nodeName']])
-        service = kubectl('get', 'service', 'nim-%s' % group, '-n', NS, '-o', 'json')
+        def endpoints(name):
+            slices = items('endpointslices', selector='kubernetes.io/service-name=%s' % name)
+            return sorted(a for s in slices for e in s.get('endpoints') or [] for a in e['addresses'])
+
+        # The API Service reaches the leader alone; LWS's headless Service (the LeaderWorkerSet's
+        # name) still covers every pod, so the workers' DNS names in the hostfile resolve.
+        service = kubectl('get', 'service', 'nim-%s-api' % group, '-n', NS, '-o', 'json')
         selector = service['spec']['selector']
         selected = [p['metadata']['name'] for p in pods
                     if all(p['metadata']['labels'].get(k) == v for k, v in selector.items())]
-        check(selected == ['nim-%s-0' % group], '%s: Service nim-%s selects %s, not the leader alone'
+        check(selected == ['nim-%s-0' % group], '%s: Service nim-%s-api selects %s, not the leader alone'
               % (label, group, selected))
-        slices = items('endpointslices', selector='kubernetes.io/service-name=nim-%s' % group)
-        addresses = sorted(a for s in slices for e in s.get('endpoints') or [] for a in e['addresses'])
         leader_ip = next(p['status']['podIP'] for p in pods if p['metadata']['name'] == 'nim-%s-0' % group)
-        check(addresses == [leader_ip], '%s: Service nim-%s endpoints %s, leader %s' % (label, group, addresses, leader_ip))
+        check(endpoints('nim-%s-api' % group) == [leader_ip], '%s: Service nim-%s-api endpoints %s, leader %s'
+              % (label, group, endpoints('nim-%s-api' % group), leader_ip))
+        headless = kubectl('get', 'service', 'nim-%s' % group, '-n', NS, '-o', 'json')
+        check(headless['spec'].get('clusterIP') == 'None'
+              and headless['metadata'].get('ownerReferences', [{}])[0].get('kind') == 'LeaderWorkerSet',
+              '%s: Service nim-%s is not the LeaderWorkerSet\'s headless Service: %s' % (label, group, headless['spec']))
+        every_ip = sorted(p['status']['podIP'] for p in pods)
+        check(endpoints('nim-%s' % group) == every_ip, '%s: headless Service nim-%s covers %s, pods are %s'
+              % (label, group, endpoints('nim-%s' % group), every_ip))
     for group, where in racks.items():
         check(len(where) == 1, '%s: group %s spans racks %s' % (label, group, sorted(where)))
     check(len({next(iter(r)) for r in racks.values()}) == len(racks), '%s: two groups share a rack: %s' % (label, racks))
     SUMMARY['groups_ready'][label] = len(groups)
-    say('   %s: %d groups Running and Ready (%s), env/args/resources as planned, Service -> leader only, one rack each (%s)'
+    say('   %s: %d groups Running and Ready (%s), env/args/resources as planned, API Service -> leader only, '
+        'LWS headless Service -> every pod, one rack each (%s)'
         % (label, len(groups), ', '.join('%s: %d pods' % (g, len(group_pods(g))) for g in groups),
            ', '.join('%s=%s' % (g, next(iter(r))) for g, r in sorted(racks.items()))))
 
@@ -408,6 +422,11 @@ def stage_lws(tmp):
 
 def lws_remove(inv, method='file'):
     """The lws role alone with lws_state=absent, as a user removes LWS."""
+    lws_role(inv, {'lws_state': 'absent', 'lws_install_method': method}, 'lws-absent-%s' % method)
+
+
+def lws_role(inv, settings, name):
+    """The lws role alone, as a user installs or removes LWS without deploying anything."""
     play_path = os.path.join(LOGS, 'lws-only.yml')
     with open(play_path, 'w', encoding='utf-8') as handle:
         handle.write('- hosts: localhost\n  gather_facts: false\n  roles:\n    - nimstack.multinode.lws\n')
@@ -416,16 +435,17 @@ def lws_remove(inv, method='file'):
                HELM_CACHE_HOME=os.path.join(STATE, 'helm', 'cache'),
                HELM_CONFIG_HOME=os.path.join(STATE, 'helm', 'config'),
                HELM_DATA_HOME=os.path.join(STATE, 'helm', 'data'))
-    extra = {'lws_state': 'absent', 'lws_install_method': method, 'lws_version': LWS_VERSION,
-             'lws_manifest_file': os.path.join(CACHE, 'share', 'lws', 'manifests.yaml'), 'lws_wait_timeout': 120}
+    extra = dict({'lws_version': LWS_VERSION, 'lws_wait_timeout': 120,
+                  'lws_manifest_file': os.path.join(CACHE, 'share', 'lws', 'manifests.yaml')}, **settings)
     start = time.monotonic()
     proc = subprocess.run(['ansible-playbook', '-i', inv, play_path, '-e', json.dumps(extra)],
                           capture_output=True, text=True, env=env, check=False)
-    log = os.path.join(LOGS, 'lws-absent-%s.log' % method)
+    log = os.path.join(LOGS, '%s.log' % name)
     with open(log, 'w', encoding='utf-8') as handle:
         handle.write(proc.stdout + proc.stderr)
-    check(proc.returncode == 0, 'removing LWS (%s) failed: %s' % (method, log))
-    say('   lws_state=absent (%s): rc=0 in %.1f s' % (method, time.monotonic() - start))
+    check(proc.returncode == 0, '%s failed: %s' % (name, log))
+    say('   %s: rc=0 in %.1f s' % (name, time.monotonic() - start))
+    return proc.stdout
 
 
 def stage_helm(tmp):
@@ -433,6 +453,20 @@ def stage_helm(tmp):
     chart = os.path.join(CACHE, 'share', 'lws', 'lws-chart-%s.tgz' % LWS_VERSION)
     inv = inventory(os.path.join(tmp, 'helm.yml'), 'leader_address', {'gamma': 2})
     plan = rendered(inv, {'lws_install_method': 'helm', 'lws_helm_chart_path': chart})
+    # The role's wait ends when LWS accepts LeaderWorkerSets: one applied the moment it returns
+    # goes through the webhooks (the controller pod is Ready before they serve).
+    output = lws_role(inv, {'lws_install_method': 'helm', 'lws_helm_chart_path': chart}, 'lws-helm-install')
+    probe = {'apiVersion': 'leaderworkerset.x-k8s.io/v1', 'kind': 'LeaderWorkerSet',
+             'metadata': {'name': 'right-after-install', 'namespace': 'default'},
+             'spec': {'replicas': 1, 'leaderWorkerTemplate': {'size': 2, 'workerTemplate': {'spec': {
+                 'containers': [{'name': 'c', 'image': 'team/app:1'}]}}}}}
+    created = kubectl('apply', '-f', '-', stdin=json.dumps(probe), parse=False, check_rc=False)
+    check(created.returncode == 0, 'a LeaderWorkerSet applied right after the lws role returned was refused: %s'
+          % created.stderr.strip())
+    retries = len(re.findall(r'FAILED - RETRYING: .*webhooks answer', output))
+    say('   a LeaderWorkerSet applied the moment the role returned was accepted (the role waited %d extra looks '
+        'for the webhooks)' % retries)
+    kubectl('delete', 'leaderworkerset', 'right-after-install', '-n', 'default', parse=False)
     play = Play('deploy-helm', inv, {'lws_install_method': 'helm', 'lws_helm_chart_path': chart})
     SUMMARY['seconds_to_ready']['helm_leader_address'] = play.seconds
     check_groups('helm', ['gamma'], plan)

@@ -29,6 +29,11 @@ echo "== the cluster was up in $((SECONDS - t)) s"
 rc=0
 "$python" scripts/test-k8s-live.py || rc=$?
 
+if ((rc != 0)); then
+  # The cluster's own logs (API server, controllers, the LWS controller, the agent) go with the
+  # stage's: build/k8s is removed below.
+  cp -r build/k8s/logs build/k8s-live/cluster-logs 2>/dev/null || true
+fi
 scripts/k8s/cluster.sh down
 left=$(pgrep -af -- "$repo/build/k8s" || true)
 if [[ -n $left ]]; then

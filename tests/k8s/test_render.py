@@ -88,7 +88,7 @@ def test_file_layout_of_the_lws_backend(renders):
         'default/ConfigMap-nim-default-mpi-config.yaml',
         'default/LeaderWorkerSet-nim-default.yaml',
         'default/PersistentVolumeClaim-nim-default-model-store.yaml',
-        'default/Service-nim-default.yaml',
+        'default/Service-nim-default-api.yaml',
     ]
 
 
@@ -177,6 +177,10 @@ def test_lws_leader_probes_are_sized_for_a_large_model(renders):
 
 def test_lws_service_selects_only_the_leader(renders):
     service = renders['lws-tp8pp2'].one('Service')
+    # Not the LeaderWorkerSet's name: that is LWS's headless Service over every pod of the group,
+    # which the hostfile's worker names resolve through (found on a live cluster, where ours had
+    # taken it over and narrowed it to the leader).
+    assert service['metadata']['name'] == 'nim-default-api'
     assert service['spec']['selector'] == {'leaderworkerset.sigs.k8s.io/name': 'nim-default',
                                            'leaderworkerset.sigs.k8s.io/worker-index': '0'}
     assert service['spec']['ports'] == [{'name': 'api', 'port': 8000, 'targetPort': 'api', 'protocol': 'TCP'}]
