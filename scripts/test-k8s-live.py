@@ -235,6 +235,7 @@ def check_groups(label, groups, plan):
                   '%s: pod %s NIM_LEADER_ROLE wrong' % (label, pod['metadata']['name']))
             if RACK:
                 racks.setdefault(group, set()).add(rack_of[pod['spec']['nodeName']])
+
         def endpoints(name):
             slices = items('endpointslices', selector='kubernetes.io/service-name=%s' % name)
             return sorted(a for s in slices for e in s.get('endpoints') or [] for a in e['addresses'])
