@@ -1,13 +1,15 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, nimstack maintainers
 # SPDX-License-Identifier: Apache-2.0
-"""Which launch contract a NIM image speaks (FACTS.md 1a), decided once per deployment group.
+"""Which launch contract a NIM image speaks (docs/contracts.md), decided once per deployment group.
 
     mpi             NIM for LLMs 1.x: mpirun over SSH, hostfile, per-deployment key
     ray             NIM for LLMs 2.0 and later: nim-serve-ray head and workers, no SSH
-    leader_address  SGLang-based NIMs: every node starts with the leader's address and its rank
+                    (SGLang images too from 2.0.13)
+    leader_address  1.x SGLang-based NIMs: every node starts with the leader's address and its rank
 
-nim_launch_contract: auto reads the image tag and the model profile; an explicit value always
+nim_launch_contract: auto reads the image tag's generation first, then the model profile (an
+SGLang profile, or NIM_USE_SGLANG=1, picks leader_address on 1.x only); an explicit value always
 wins. A tag that says nothing about the NIM version (latest, a digest, a site's own tag) is an
 error that names the variable: guessing would start the image the wrong way, and a multi-node
 group started the wrong way fails only after its model has loaded.
@@ -26,8 +28,10 @@ CONTRACT_CHOICES = (AUTO,) + LAUNCH_CONTRACTS
 _VERSION_TAG = re.compile(r'^v?(?P<major>\d+)\.(?P<minor>\d+)(?:\.(?P<patch>\d+))?(?:[-+._][0-9A-Za-z.+_-]*)?$')
 # NIM model profiles name their engine: sglang-h100-bf16-tp8-pp2, tensorrt_llm-..., vllm-...
 _SGLANG_PROFILE = re.compile(r'(^|[^a-z])sglang([^a-z]|$)', re.IGNORECASE)
-# The first NIM for LLMs release that runs multi-node on Ray (FACTS.md 1a).
+# The first NIM for LLMs release that runs multi-node on Ray (docs/contracts.md), and the first
+# in which Ray forms SGLang groups too; before it, leader_address is the contract of 1.x SGLang NIMs.
 RAY_FROM_MAJOR = 2
+RAY_SGLANG_FROM = (2, 0, 13)
 
 
 class ContractError(Exception):
@@ -53,24 +57,38 @@ def resolve_contract(requested, image=None, tag=None, profile=None, extra_env=No
 
     use_sglang = str((extra_env or {}).get('NIM_USE_SGLANG', '')).strip() == '1'
     if profile and _SGLANG_PROFILE.search(str(profile)):
-        return 'leader_address', ("nim_model_profile '%s' is an SGLang profile: SGLang-based NIMs start every node "
-                                  "with the leader's address and its rank" % profile)
-    if use_sglang:
-        return 'leader_address', ("nim_extra_env sets NIM_USE_SGLANG=1: SGLang-based NIMs start every node with the "
-                                  "leader's address and its rank")
+        sglang = "nim_model_profile '%s' is an SGLang profile" % profile
+    elif use_sglang:
+        sglang = 'nim_extra_env sets NIM_USE_SGLANG=1'
+    else:
+        sglang = None
     if _is_digest(image, tag):
         raise ContractError("nim_launch_contract=auto cannot read the NIM version from the digest-pinned image %s%s: "
                             "set nim_launch_contract to mpi (NIM for LLMs 1.x), ray (2.0 and later) or "
-                            "leader_address (SGLang-based NIMs)"
+                            "leader_address (1.x SGLang-based NIMs)"
                             % (image or '', '@' + str(tag) if tag and '@' not in (image or '') else ''))
     match = _VERSION_TAG.match(str(tag or '').strip())
     if not match:
         raise ContractError("nim_launch_contract=auto cannot tell the NIM version from nim_image_tag=%r (expected a "
                             "release tag such as 1.8.4 or 2.0.1): set nim_launch_contract to mpi (NIM for LLMs 1.x), "
-                            "ray (2.0 and later) or leader_address (SGLang-based NIMs)" % (tag,))
-    major = int(match.group('major'))
-    if major >= RAY_FROM_MAJOR:
-        return 'ray', ('image tag %s is NIM for LLMs %d.x, which runs multi-node on Ray (nim-serve-ray head and '
-                       'workers, no SSH)' % (tag, major))
-    return 'mpi', ('image tag %s is NIM for LLMs %d.x, which runs multi-node with mpirun over SSH (hostfile, '
-                   'per-deployment key)' % (tag, major))
+                            "ray (2.0 and later) or leader_address (1.x SGLang-based NIMs)" % (tag,))
+    # The generation first: the engine decides between the contracts of one generation only.
+    version = tuple(int(match.group(part) or 0) for part in ('major', 'minor', 'patch'))
+    major = version[0]
+    if major < RAY_FROM_MAJOR:
+        if sglang:
+            return 'leader_address', ("%s and image tag %s is NIM for LLMs %d.x: 1.x SGLang-based NIMs start every "
+                                      "node with the leader's address and its rank" % (sglang, tag, major))
+        return 'mpi', ('image tag %s is NIM for LLMs %d.x, which runs multi-node with mpirun over SSH (hostfile, '
+                       'per-deployment key)' % (tag, major))
+    if sglang and version < RAY_SGLANG_FROM:
+        raise ContractError("nim_launch_contract=auto: %s, but image tag %s is a NIM for LLMs 2.x release before %s, "
+                            "which documents no multi-node contract for SGLang: use %s or later (Ray forms the "
+                            "group), or set nim_launch_contract explicitly"
+                            % (sglang, tag, _dotted(RAY_SGLANG_FROM), _dotted(RAY_SGLANG_FROM)))
+    return 'ray', ('image tag %s is NIM for LLMs %d.x, which runs multi-node on Ray (nim-serve-ray head and '
+                   'workers, no SSH)%s' % (tag, major, ', SGLang included' if sglang else ''))
+
+
+def _dotted(version):
+    return '.'.join(str(part) for part in version)

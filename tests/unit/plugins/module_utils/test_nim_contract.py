@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""nim_launch_contract: auto decides from the image tag and the model profile, explicit wins."""
+"""nim_launch_contract: auto decides from the image tag's generation, then the model profile; explicit wins."""
 
 import pytest
 
@@ -22,16 +22,38 @@ def test_auto_reads_the_nim_generation_from_the_tag(tag, contract):
     assert reason.startswith('image tag %s is NIM for LLMs %s.x' % (tag, tag.lstrip('v').split('.')[0]))
 
 
-def test_auto_takes_an_sglang_profile_to_leader_address_whatever_the_tag():
+def test_auto_takes_a_1x_sglang_profile_to_leader_address():
     decided, reason = resolve_contract('auto', 'nvcr.io/nim/deepseek-ai/deepseek-r1', '1.7.3',
                                        profile='sglang-h100-fp8-tp8-pp2')
     assert decided == 'leader_address'
-    assert reason.startswith("nim_model_profile 'sglang-h100-fp8-tp8-pp2' is an SGLang profile")
+    assert reason.startswith("nim_model_profile 'sglang-h100-fp8-tp8-pp2' is an SGLang profile and image tag 1.7.3 "
+                             "is NIM for LLMs 1.x")
 
 
-def test_auto_takes_nim_use_sglang_to_leader_address():
+def test_auto_takes_nim_use_sglang_on_1x_to_leader_address():
     decided, _reason = resolve_contract('auto', 'nvcr.io/nim/x', '1.7.3', extra_env={'NIM_USE_SGLANG': '1'})
     assert decided == 'leader_address'
+
+
+@pytest.mark.parametrize('tag', ['2.0.13', '2.0.14', '2.1.6', '3.0.0', 'v2.1'])
+def test_auto_takes_sglang_from_2_0_13_on_to_ray(tag):
+    for kwargs in ({'profile': 'sglang-h100-fp8-tp8-pp2'}, {'extra_env': {'NIM_USE_SGLANG': '1'}}):
+        decided, reason = resolve_contract('auto', 'nvcr.io/nim/deepseek-ai/deepseek-r1', tag, **kwargs)
+        assert decided == 'ray'
+        assert reason.endswith('SGLang included')
+
+
+@pytest.mark.parametrize('tag', ['2.0.0', '2.0.12', '2.0.12-rc1'])
+def test_auto_refuses_sglang_on_2x_before_2_0_13(tag):
+    with pytest.raises(ContractError) as exc:
+        resolve_contract('auto', 'nvcr.io/nim/x', tag, profile='sglang-h100-fp8-tp8-pp2')
+    assert 'is a NIM for LLMs 2.x release before 2.0.13' in str(exc.value)
+    assert 'set nim_launch_contract explicitly' in str(exc.value)
+
+
+def test_an_sglang_profile_on_an_unreadable_tag_is_still_refused():
+    with pytest.raises(ContractError):
+        resolve_contract('auto', 'nvcr.io/nim/x', 'latest', profile='sglang-h100-fp8-tp8-pp2')
 
 
 def test_a_profile_that_only_contains_the_letters_is_not_sglang():

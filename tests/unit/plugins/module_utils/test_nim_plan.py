@@ -187,7 +187,7 @@ def test_auto_contract_with_an_unreadable_tag_names_the_variable():
     assert result['errors'] == [
         "group 'default': nim_launch_contract=auto cannot tell the NIM version from nim_image_tag='latest' (expected "
         "a release tag such as 1.8.4 or 2.0.1): set nim_launch_contract to mpi (NIM for LLMs 1.x), ray (2.0 and "
-        "later) or leader_address (SGLang-based NIMs)"]
+        "later) or leader_address (1.x SGLang-based NIMs)"]
 
 
 def test_explicit_contract_wins_over_a_digest_pinned_image():
