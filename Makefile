@@ -31,7 +31,7 @@ lint: deps
 units: deps
 	$(PY) -m pytest -q tests/unit
 
-# Render-only Kubernetes output, validated against the Kubernetes schemas and ../shared/schemas.
+# Render-only Kubernetes output, validated against the Kubernetes schemas and the upstream CRDs in tests/k8s/crds.
 k8s: deps
 	$(PY) -m pytest -q tests/k8s
 

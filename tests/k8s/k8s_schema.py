@@ -2,7 +2,7 @@
 
 Built-in kinds go through kubernetes-validate (strict: unknown fields are errors, as with
 `kubectl apply --validate=strict`). Custom resources go through the openAPIV3Schema of their CRD
-in ../shared/schemas: structural defaults are applied first (the API server defaults before it
+in tests/k8s/crds (the upstream files, pinned by sha256): structural defaults are applied first (the API server defaults before it
 validates, and CEL rules see the defaulted object), then the schema with unknown fields refused,
 then every x-kubernetes-validations CEL rule with cel-python. Transition rules (those that read
 oldSelf) only run on update and are skipped here, as on create.
@@ -20,7 +20,7 @@ import yaml
 KUBERNETES_VERSION = '1.32'
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SCHEMAS = os.path.normpath(os.path.join(REPO, '..', 'shared', 'schemas'))
+SCHEMAS = os.path.join(REPO, 'tests', 'k8s', 'crds')
 
 CRD_FILES = {
     ('apps.nvidia.com', 'NIMService'): 'apps.nvidia.com_nimservices.yaml',
