@@ -8,6 +8,15 @@ work=build/install-check
 rm -rf "$work" && mkdir -p "$work/dist" "$work/collections"
 tree=$(scripts/collection-tree.sh "$work/src")
 ansible-galaxy collection build "$tree" --output-path "$work/dist" --force
+# The release is the collection and its docs: nothing of the test suite, the lab or the tooling.
+leaked=$(tar -tzf "$work"/dist/nimstack-multinode-*.tar.gz \
+  | grep -E '^(scripts|tests|molecule|inventories/lab[^/]*|build|\.ci|\.config)(/|$)|/molecule(/|$)' || true)
+if [[ -n "$leaked" ]]; then
+  echo "build-check.sh: the release tarball holds files that are not the collection's:" >&2
+  head -20 <<<"$leaked" >&2
+  exit 1
+fi
+echo "build-check.sh: the tarball holds $(tar -tzf "$work"/dist/nimstack-multinode-*.tar.gz | grep -vc '/$') files, none of scripts/, tests/, molecule/, inventories/lab*"
 ansible-galaxy collection install "$work"/dist/nimstack-multinode-*.tar.gz \
   -p "$work/collections" --no-deps --force
 ANSIBLE_COLLECTIONS_PATH="$PWD/$work/collections" \
