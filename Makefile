@@ -77,7 +77,7 @@ contracts-test: deps
 doctor-test: deps
 	scripts/test-doctor.sh
 
-# Issue 12 on a 4-host lab: two 2-node groups (mpi, ray) in one inventory; each group's ports
+# The group security rules on a 4-host lab: two 2-node groups (mpi, ray) in one inventory; each group's ports
 # closed to the other's hosts, the API to non-allowed sources, the Ray head to clients without the
 # token, the deployment key to non-members; nothing left after teardown, no secret in the output.
 security-test: deps

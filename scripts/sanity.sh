@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ansible-test sanity, offline: ansible-test bootstraps pip into each of its virtualenvs with a
 # get-pip script downloaded from a host this network cannot reach. A stand-in at the cache path
-# it checks first does the same job with the venv's own ensurepip (FACTS.md 6).
+# it checks first does the same job with the venv's own ensurepip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python_version=$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 12 on a 4-host lab: two 2-node deployment groups in one inventory, `a` under mpi (hosts
+# The group security rules on a 4-host lab: two 2-node deployment groups in one inventory, `a` under mpi (hosts
 # 1, 2) and `b` under ray (hosts 3, 4), one site.yml run (with -vvv and a stand-in NGC key), then:
 #   1. while both serve, from the other group's hosts the worker's sshd (2222), the Ray head, an
 #      MPI and a Ray port a worker listens on and the API from a source outside

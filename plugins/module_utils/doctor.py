@@ -19,7 +19,7 @@ __metaclass__ = type
 import collections
 import re
 
-# Network profiles of nim_env whose ranks talk over RDMA (FACTS.md 5).
+# Network profiles of nim_env whose ranks talk over RDMA (docs/contracts.md, network profiles).
 RDMA_PROFILES = ('ib', 'roce', 'azure_ib', 'oci_rdma')
 
 # Ray's documented default ports besides the GCS (--port): dashboard 8265, Ray client 10001,

@@ -6,7 +6,7 @@
 build_env() is pure: it reads nothing and changes nothing. It follows the NIM Operator's
 multi-node contract (api/apps/v1alpha1/nimservice_types.go: getLWSCommonEnv, GetLWSLeaderEnv,
 GetLWSWorkerEnv, GetStandardEnv; internal/controller/platform/standalone/nimservice.go for Ray),
-the SGLang leader-address contract, and the NCCL/UCX network profiles of FACTS.md 5.
+the SGLang leader-address contract, and the NCCL/UCX network profiles of docs/contracts.md, network profiles.
 
 With backend ``lws`` the values Kubernetes knows about the pod (rank, group, size, names) come
 from the pod itself through ``valueFrom.fieldRef``, exactly as the operator writes them; with
@@ -168,7 +168,7 @@ def _infiniband_env(ib_hca, socket_ifname):
 
 
 def _network_profile(network, socket_ifname, ib_hca, gid_index, devices_per_gpu, gpus_per_rank):
-    """Return (env, resources) of a network profile (FACTS.md 5)."""
+    """Return (env, resources) of a network profile (docs/contracts.md, network profiles)."""
     if network == 'tcp':
         env = {'NCCL_IB_DISABLE': '1', 'UCX_TLS': 'tcp,shm'}
         if socket_ifname:
@@ -418,7 +418,7 @@ def _mpi_env(v, size, gpus_per_rank, leader, lws):
     if leader:
         rsh_args = OPERATOR_SSH_ARGS
         # The in-container sshd must not take the host's port 22 under --network host, so the
-        # agreed port travels with mpirun's ssh options (FACTS.md 1). Ray opens no SSH at all.
+        # agreed port travels with mpirun's ssh options (docs/contracts.md). Ray opens no SSH at all.
         if v['launch_contract'] == 'mpi' and v['ssh_port'] != DEFAULT_SSH_PORT:
             rsh_args += ' -p %d' % v['ssh_port']
         env.update(

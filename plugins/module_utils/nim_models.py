@@ -4,7 +4,7 @@
 """Sizing facts the parallelism planner judges a layout against.
 
 Model shapes come from the models' public configs, the other tables from vendor data sheets
-(see FACTS.md section 4). No Ansible imports: the planner and its tests use this directly.
+(see docs/sizing.md). No Ansible imports: the planner and its tests use this directly.
 """
 
 from __future__ import absolute_import, division, print_function

@@ -22,7 +22,7 @@ from ansible_collections.nimstack.multinode.plugins.module_utils.nim_models impo
 
 BACKENDS = ('nim', 'lws', 'dynamo')
 
-# NIM Operator guidance (FACTS.md 2): 300-600 s under 70B parameters, 3000-6000 s from 70B up.
+# NIM Operator guidance (docs/contracts.md, NIMService): 300-600 s under 70B parameters, 3000-6000 s from 70B up.
 LARGE_MODEL_PARAMS_B = 70
 MPI_START_TIMEOUT_RANGE_S = {'small': (300, 600), 'large': (3000, 6000)}
 # The timeout only bounds how long the leader waits for its workers, so a larger value costs
@@ -66,7 +66,7 @@ def _size_class(shape):
 def _check_layout(tp, pp, nodes, gpn, backend, launch_contract, errors, warnings):
     """Apply the backend's topology rule; return (tp_spans_nodes, gpus_per_rank)."""
     if backend == 'nim' and launch_contract == 'mpi':
-        # FACTS.md 1: the operator sets GPUS_PER_NODE = TP and NIM_NUM_COMPUTE_NODES = PP.
+        # docs/contracts.md: the operator sets GPUS_PER_NODE = TP and NIM_NUM_COMPUTE_NODES = PP.
         if nodes != pp:
             errors.append('nodes=%d, pipeline_parallel=%d: backend nim with launch_contract mpi runs one pipeline stage '
                           'per node, so nodes must equal pipeline_parallel' % (nodes, pp))

@@ -26,7 +26,7 @@ from ansible_collections.nimstack.multinode.plugins.module_utils.nim_env import 
 DEPLOYMENT_MODES = ('docker', 'kubernetes')
 DEFAULT_GROUP = 'default'
 
-# Where the model cache is mounted inside every NIM container (FACTS.md 1: NIM_CACHE_PATH).
+# Where the model cache is mounted inside every NIM container (docs/contracts.md: NIM_CACHE_PATH).
 CONTAINER_CACHE_PATH = '/model-store'
 
 # The public group variables the plan reads, with their defaults (None: no default).
@@ -290,7 +290,7 @@ def _layout_nodes(mode, contract, settings, members):
     """How many ranks (containers, pods) the layout has.
 
     On Docker every host of the group runs one rank. On Kubernetes the scheduler picks the
-    nodes: one pod per pipeline stage under mpi (FACTS.md 1), otherwise as many pods as the
+    nodes: one pod per pipeline stage under mpi (docs/contracts.md), otherwise as many pods as the
     GPUs need nodes.
     """
     if mode == 'docker':
@@ -315,7 +315,7 @@ def _ports(contract, settings):
 
 
 def _k8s_rank_host(name, namespace, group_index, rank):
-    # LWS pod DNS (FACTS.md 3): <lws>-<group>-<index>.<lws>.<namespace>.svc
+    # LWS pod DNS (docs/contracts.md, LeaderWorkerSet): <lws>-<group>-<index>.<lws>.<namespace>.svc
     return '%s-%d-%d.%s.%s.svc' % (name, group_index, rank, name, namespace)
 
 

@@ -56,7 +56,7 @@ SCENARIOS = {
                                       'nim_network_devices_per_gpu': 4}),
     # nim_launch_contract auto reads a 2.x tag as NIM for LLMs 2.0: the ray contract.
     'operator-auto-ray': ('nim_operator', {'nim_launch_contract': 'auto', 'nim_image_tag': '2.0.1'}),
-    # Gang scheduling and topology (FACTS.md 3a), on both backends.
+    # Gang scheduling and topology (docs/contracts.md, gang scheduling), on both backends.
     'lws-volcano': ('lws', dict(VOLCANO, nim_launch_contract='ray')),
     'lws-kai': ('lws', KAI),
     'operator-volcano': ('nim_operator', VOLCANO),

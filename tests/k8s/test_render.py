@@ -1,4 +1,4 @@
-"""Render-only output of playbooks/deploy_kubernetes.yml: valid, faithful to FACTS.md, deterministic."""
+"""Render-only output of playbooks/deploy_kubernetes.yml: valid, faithful to docs/contracts.md, deterministic."""
 
 import base64
 import copy
@@ -202,12 +202,12 @@ def test_lws_ray_contract_has_no_ssh_and_probes_the_worker(renders):
 def test_lws_ray_contract_follows_the_operator_values(renders):
     _lws, _template, leader, worker = _lws_parts(renders['lws-ray'])
     lead, work = leader['containers'][0], worker['containers'][0]
-    # FACTS.md 1a: container port named ray, and the worker's startup probe `ray status`
+    # docs/contracts.md, launch contracts: container port named ray, and the worker's startup probe `ray status`
     # (initial 30 s, period 10 s, timeout 5 s, 3 failures).
     assert {'name': 'ray', 'containerPort': 6379, 'protocol': 'TCP'} in lead['ports']
     assert work['startupProbe'] == {'exec': {'command': ['/bin/sh', '-c', 'ray status']}, 'initialDelaySeconds': 30,
                                     'periodSeconds': 10, 'timeoutSeconds': 5, 'failureThreshold': 3}
-    # The env is the operator's common/leader/worker env (FACTS.md 1a); what differs is no SSH.
+    # The env is the operator's common/leader/worker env (docs/contracts.md, launch contracts); what differs is no SSH.
     for container in (lead, work):
         assert 'ssh' not in [port['name'] for port in container.get('ports', [])]
     assert set(volume['name'] for volume in leader['volumes'] + worker['volumes']) == {'model-store', 'dshm'}
@@ -245,7 +245,7 @@ def test_lws_leader_address_contract_uses_the_lws_leader_address(renders):
         assert env['NIM_LEADER_IP_ADDRESS'] == '$(LWS_LEADER_ADDRESS)'
         assert env['MASTER_ADDR'] == '$(LWS_LEADER_ADDRESS)'
         assert env['MASTER_PORT'] == '50000'
-        # RoCE profile (FACTS.md 5): the RDMA device and the GID index ride on every rank.
+        # RoCE profile (docs/contracts.md, network profiles): the RDMA device and the GID index ride on every rank.
         assert env['NCCL_IB_GID_INDEX'] == '3'
         assert env['NCCL_SOCKET_IFNAME'] == 'eth0'
         assert container['resources']['limits'] == {'nvidia.com/gpu': '8', 'rdma/rdma_shared_device_a': '1'}

@@ -1,4 +1,4 @@
-"""Gang scheduling and topology (FACTS.md 3a) in render-only output: scheduler, queue, topology, LWS install."""
+"""Gang scheduling and topology (docs/contracts.md, gang scheduling) in render-only output: scheduler, queue, topology, LWS install."""
 
 import hashlib
 import json

@@ -1,6 +1,6 @@
-"""The per-rank environment generator against FACTS.md sections 1, 1a, 3 and 5.
+"""The per-rank environment generator against docs/contracts.md.
 
-Expected values are written out here from FACTS.md and the NIM Operator v3.1.2 source, not taken
+Expected values are written out here from docs/contracts.md and the NIM Operator v3.1.2 source, not taken
 from the module under test, so that a change in the generator shows up as a failing test.
 """
 
@@ -17,7 +17,7 @@ from ansible_collections.nimstack.multinode.plugins.module_utils.nim_env import 
     build_env,
 )
 
-# FACTS.md 1, TP 8 / PP 2, Docker backend, default options.
+# docs/contracts.md, TP 8 / PP 2, Docker backend, default options.
 COMMON = {
     'NIM_MPI_ALLOW_RUN_AS_ROOT': '0',
     'NIM_NUM_COMPUTE_NODES': '2',
@@ -85,7 +85,7 @@ def errors_of(**kwargs):
     return caught.value.errors
 
 
-# --- acceptance: FACTS.md 1, exactly -------------------------------------------------------
+# --- acceptance: docs/contracts.md, exactly -------------------------------------------------------
 
 def test_rank0_of_tp8_pp2_is_exactly_the_leader_set():
     result = build_env(0, 8, 2)
@@ -188,7 +188,7 @@ def test_lws_worker_needs_no_leader_name():
     assert build_env(3, 8, 4, backend='lws')['role'] == 'worker'
 
 
-# --- network profiles (FACTS.md 5) ----------------------------------------------------------
+# --- network profiles (docs/contracts.md, network profiles) ----------------------------------------------------------
 
 EFA = {'FI_PROVIDER': 'efa', 'FI_EFA_USE_DEVICE_RDMA': '1', 'NCCL_IB_DISABLE': '1'}
 IB_BASE = {'NCCL_IB_DISABLE': '0', 'NCCL_NET': 'IB', 'NCCL_IB_HCA': 'mlx5', 'NCCL_SOCKET_IFNAME': 'ib0',
@@ -405,7 +405,7 @@ def test_mpi_worker_script_derives_keys_only_when_none_are_mounted(tmp_path):
     assert (confs / 'ssh_host_ed25519_key').read_text() == host_key
 
 
-# --- the ray contract (FACTS.md 1a) ---------------------------------------------------------
+# --- the ray contract (docs/contracts.md, launch contracts) ---------------------------------------------------------
 
 def test_ray_leader_has_the_operator_env_with_json_logging_off_and_no_ssh_port():
     result = build_env(0, 8, 2, launch_contract='ray')
@@ -438,7 +438,7 @@ def test_ray_tp_spanning_nodes_counts_nodes_not_stages():
     assert (env['NIM_TENSOR_PARALLEL_SIZE'], env['NIM_PIPELINE_PARALLEL_SIZE']) == ('16', '1')
 
 
-# --- the leader_address contract (FACTS.md 1a) ----------------------------------------------
+# --- the leader_address contract (docs/contracts.md, launch contracts) ----------------------------------------------
 
 def _leader_address_env(rank, role):
     return merged(STANDARD, TCP, {

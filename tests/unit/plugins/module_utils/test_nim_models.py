@@ -1,4 +1,4 @@
-"""The sizing catalog against FACTS.md section 4."""
+"""The sizing catalog against docs/sizing.md."""
 
 import pytest
 
@@ -13,7 +13,7 @@ from ansible_collections.nimstack.multinode.plugins.module_utils.nim_models impo
     resolve_model,
 )
 
-# name -> (params_b, layers, attention heads, KV heads, native precision), FACTS.md 4.
+# name -> (params_b, layers, attention heads, KV heads, native precision), docs/sizing.md.
 FACTS_MODELS = {
     'llama-3.1-8b': (8.0, 32, 32, 8, 'bf16'),
     'llama-3.1-70b': (70.6, 80, 64, 8, 'bf16'),

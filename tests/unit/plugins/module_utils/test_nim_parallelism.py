@@ -1,4 +1,4 @@
-"""Every rule of the parallelism planner, with the model facts of FACTS.md 4."""
+"""Every rule of the parallelism planner, with the model facts of docs/sizing.md."""
 
 import pytest
 
@@ -15,7 +15,7 @@ def plan(**kwargs):
     return plan_parallelism(**kwargs)
 
 
-# --- acceptance cases of issue 2 and issue 9 ---------------------------------------------------
+# --- the acceptance cases of the planner and the launch contracts ---------------------------------------------------
 
 def test_tp8_pp2_on_two_nodes_of_eight_is_valid_under_nim():
     result = plan(tensor_parallel=8, pipeline_parallel=2, nodes=2, gpus_per_node=8)

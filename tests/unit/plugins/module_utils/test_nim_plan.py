@@ -57,7 +57,7 @@ def test_docker_mpi_plan_of_two_nodes():
     assert group['ports'] == {'api': 8000, 'ssh': 2222}
     assert group['k8s'] is None
     leader, worker = group['ranks'][0]['env'], group['ranks'][1]['env']
-    # FACTS.md 1: common, leader-only and worker-only env of the multi-node contract.
+    # docs/contracts.md: common, leader-only and worker-only env of the multi-node contract.
     for env in (leader, worker):
         assert env['NIM_MULTI_NODE'] == '1'
         assert env['NIM_NUM_COMPUTE_NODES'] == '2'
@@ -198,7 +198,7 @@ def test_explicit_contract_wins_over_a_digest_pinned_image():
 
 
 def test_tensor_parallel_spans_nodes_under_ray_but_not_under_mpi():
-    # TP 16 / PP 1 on 2 x 8 GPUs (FACTS.md 1a), over a slow interconnect.
+    # TP 16 / PP 1 on 2 x 8 GPUs (docs/contracts.md, launch contracts), over a slow interconnect.
     settings = dict(LLAMA_405B, nim_tensor_parallel=16, nim_pipeline_parallel=1, nim_interconnect='ethernet-100g')
     ray = build_plan(_nodes(2, dict(settings, nim_launch_contract='ray')))
     assert ray['valid'] is True, ray['errors']
