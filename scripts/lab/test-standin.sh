@@ -44,6 +44,8 @@ ready_timeout=${NIMSTACK_STANDIN_READY_TIMEOUT:-120}
 ray_ready_timeout=${NIMSTACK_STANDIN_RAY_READY_TIMEOUT:-300}
 fail_timeout=${NIMSTACK_STANDIN_FAIL_TIMEOUT:-60}
 rate=${NIMSTACK_STANDIN_TEST_RATE:-1048576}
+# The model load time of the leader_address ranks (NIM_STANDIN_LOAD_S): ready must wait for it.
+load_s=${NIMSTACK_STANDIN_TEST_LOAD_S:-6}
 net_base=${subnet%.*}
 leader=$prefix-leader
 workers=("$prefix-w1" "$prefix-w2")
@@ -220,6 +222,23 @@ expect_answer() {
     step "/v1/completions answered by all 3 hosts too"
   fi
   grep -q "took part" <<<"$(docker logs "$leader" 2>&1)" || fail "the leader's log does not show the ranks taking part"
+}
+# A streamed chat completion: server-sent events in the OpenAI format, read raw (every event a
+# `data:` line, the last one [DONE]) and with the official OpenAI client (every rank's host in the
+# streamed text).
+expect_stream() {
+  local raw events client
+  raw=$(curl -sfN --max-time 30 "$api/v1/chat/completions" -H 'Content-Type: application/json' \
+    -d '{"model": "nimstack/standin-llm", "stream": true, "stream_options": {"include_usage": true},
+         "messages": [{"role": "user", "content": "stream"}]}') || fail "the streamed chat completion failed"
+  events=$(grep -c '^data: ' <<<"$raw" || true)
+  [[ "$(grep '^data: ' <<<"$raw" | tail -1)" == "data: [DONE]" ]] || fail "the stream does not end with data: [DONE]: $raw"
+  grep -q '"object": "chat.completion.chunk"' <<<"$raw" || fail "the stream carries no chat.completion.chunk: $raw"
+  grep -q '"usage": {' <<<"$raw" || fail "stream_options.include_usage gave no usage chunk"
+  ((events > 5)) || fail "the stream came in $events events: $raw"
+  client=$("$repo/.venv/bin/python" "$repo/scripts/lab/openai-stream.py" "$api/v1" nimstack/standin-llm \
+    --expect "$leader (rank 0)" --expect "${workers[1]} (rank 2)") || fail "the OpenAI client's stream failed: $client"
+  step "streamed: $events server-sent events raw; the openai client: $client"
 }
 # After the leader is gone, the surviving worker $1 must leave on its own within fail_timeout.
 expect_worker_leaves() {
@@ -426,20 +445,26 @@ test_leader_address() {
   mkdir -p "$work/leader_address-cache"
   chown 1000:1000 "$work/leader_address-cache"
   local i=11 w start leader_log dup
-  step "leader_address: starting 2 workers (/opt/nim/start_server.sh), then the leader, 3 s later"
+  step "leader_address: starting 2 workers (/opt/nim/start_server.sh), then the leader, 3 s later; model load time ${load_s}s"
   for w in "${workers[@]}"; do
-    start_rank leader_address "$w" "$net_base.$i"
+    start_rank leader_address "$w" "$net_base.$i" -e "NIM_STANDIN_LOAD_S=$load_s"
     i=$((i + 1))
   done
   sleep 3
   start=$SECONDS
   start_rank leader_address "$leader" "$leader_addr" -e "NIM_STANDIN_MODEL_URL=$model_url" \
-    -e NIM_STANDIN_COLLECTIVE_TIMEOUT=5 -e NIM_STANDIN_HEARTBEAT_S=2
+    -e NIM_STANDIN_COLLECTIVE_TIMEOUT=5 -e NIM_STANDIN_HEARTBEAT_S=2 -e "NIM_STANDIN_LOAD_S=$load_s"
   wait_ready
-  step "leader_address: ready in $((SECONDS - start))s after the leader started (download at $rate B/s included)"
+  step "leader_address: ready in $((SECONDS - start))s after the leader started (download at $rate B/s and the ${load_s}s load included)"
+  ((SECONDS - start >= load_s)) || fail "ready after $((SECONDS - start))s, before the ${load_s}s model load could have ended"
   ((not_ready_live > 0)) || fail "the leader was never seen live (200) and not ready (503) while it downloaded"
+  load_metric=$(curl -sf --max-time 5 "$api/v1/metrics" | sed -n 's/^nim_standin_load_seconds //p')
+  python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) >= float(sys.argv[2]) else 1)' "${load_metric:-0}" "$load_s" \
+    || fail "/v1/metrics says the load took ${load_metric:-nothing} s, not at least ${load_s} s"
+  step "leader_address: /v1/metrics nim_standin_load_seconds $load_metric"
   expect_joined
   expect_answer also-text
+  expect_stream
   # A second rank 1 is refused, and the group keeps serving.
   dup=$prefix-dup
   docker run --rm --name "$dup" --hostname "$dup" --network "$prefix" --env-file "$work/leader_address/${workers[0]}.env" \

@@ -19,6 +19,9 @@ JSONL = os.environ.get('NIM_JSONL_LOGGING') == '1'
 # How long a rank waits for the leader's download to show up in its view of the shared cache
 # (NFS caches attributes for a few seconds).
 CACHE_VISIBLE_TIMEOUT = 30.0
+# How long loading a slice of the weights takes on every rank (NIM_STANDIN_LOAD_S, default 0): a
+# real multi-node NIM spends minutes there, which is what group-level timing tests need to see.
+LOAD_S = max(0.0, float(os.environ.get('NIM_STANDIN_LOAD_S') or 0))
 
 
 def _env_int(name, default):
@@ -103,6 +106,8 @@ def load_slice():
             with open(weights, 'rb') as handle:
                 handle.seek(begin)
                 data = handle.read(end - begin)
+            if LOAD_S:
+                time.sleep(LOAD_S)
             return {'rank': rank, 'host': host, 'manifest_sha256': hashlib.sha256(raw).hexdigest(),
                     'name': manifest.get('name'), 'slice': [begin, end], 'partial': sum(data) % (1 << 32),
                     'error': None}

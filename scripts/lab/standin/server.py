@@ -36,6 +36,8 @@ START_TIMEOUT = float(os.environ.get('CLUSTER_START_TIMEOUT') or os.environ.get(
 COLLECTIVE_TIMEOUT = float(os.environ.get('NIM_STANDIN_COLLECTIVE_TIMEOUT') or '15')
 HEARTBEAT = float(os.environ.get('NIM_STANDIN_HEARTBEAT_S') or '5')
 DOWNLOAD_TIMEOUT = float(os.environ.get('NIM_STANDIN_DOWNLOAD_TIMEOUT') or '600')
+# Pause between two streamed chunks ("stream": true), so that a client sees tokens arrive.
+TOKEN_DELAY_S = max(0.0, float(os.environ.get('NIM_STANDIN_TOKEN_DELAY_S') or '0.02'))
 # How far past its own bound a group operation may run before the watchdog ends the group.
 WATCHDOG_GRACE_S = 10
 
@@ -49,6 +51,8 @@ class State(object):
         self.model = None
         self.ranks = []
         self.counts = {'ok': 0, 'error': 0}
+        self.streams = 0
+        self.load_seconds = None
         # (operation, deadline) of the group operation in progress, for the watchdog.
         self.op = None
         self.requests = queue.Queue()
@@ -131,12 +135,18 @@ class Handler(BaseHTTPRequestHandler):
             '# HELP nim_standin_ranks Ranks in the group.',
             '# TYPE nim_standin_ranks gauge',
             'nim_standin_ranks %d' % STATE.group.size,
+            '# HELP nim_standin_load_seconds Seconds from the group joined to ready (download and load).',
+            '# TYPE nim_standin_load_seconds gauge',
+            'nim_standin_load_seconds %s' % ('%.3f' % STATE.load_seconds if STATE.load_seconds is not None else 'NaN'),
             '# HELP nim_standin_requests_total Completions answered, by outcome.',
             '# TYPE nim_standin_requests_total counter',
         ]
         with STATE.lock:
             for outcome in sorted(STATE.counts):
                 lines.append('nim_standin_requests_total{outcome="%s"} %d' % (outcome, STATE.counts[outcome]))
+            lines += ['# HELP nim_standin_streamed_requests_total Completions answered as server-sent events.',
+                      '# TYPE nim_standin_streamed_requests_total counter',
+                      'nim_standin_streamed_requests_total %d' % STATE.streams]
         data = ('\n'.join(lines) + '\n').encode('utf-8')
         self.send_response(200)
         self.send_header('Content-Type', 'text/plain; version=0.0.4')
@@ -187,7 +197,57 @@ class Handler(BaseHTTPRequestHandler):
             send_json(self, 503, error_body(job.error, 'ServiceUnavailable', 503))
             return
         self.count('ok')
-        send_json(self, 200, answer(path, job.payload, job.result))
+        if body.get('stream') is True:
+            with STATE.lock:
+                STATE.streams += 1
+            self.send_stream(path, answer(path, job.payload, job.result),
+                             bool((body.get('stream_options') or {}).get('include_usage')))
+        else:
+            send_json(self, 200, answer(path, job.payload, job.result))
+
+    def send_stream(self, path, whole, include_usage):
+        """The answer as server-sent events, one chunk per word, then `data: [DONE]`: the OpenAI
+        streaming format (chat.completion.chunk / text_completion), sent chunked, unbuffered."""
+        self.send_response(200)
+        self.send_header('Content-Type', 'text/event-stream')
+        self.send_header('Cache-Control', 'no-cache')
+        self.send_header('Transfer-Encoding', 'chunked')
+        self.end_headers()
+        for chunk in stream_chunks(path, whole, include_usage):
+            data = ('data: %s\n\n' % (chunk if isinstance(chunk, str) else json.dumps(chunk))).encode('utf-8')
+            self.wfile.write(b'%x\r\n%s\r\n' % (len(data), data))
+            self.wfile.flush()
+            if TOKEN_DELAY_S:
+                time.sleep(TOKEN_DELAY_S)
+        self.wfile.write(b'0\r\n\r\n')
+        self.wfile.flush()
+
+
+def stream_chunks(path, whole, include_usage):
+    """The chunks of a streamed answer: the role first (chat), then one per word, a last one with
+    finish_reason, the usage when asked for, and the literal [DONE]."""
+    chat = path == '/v1/chat/completions'
+    content = whole['choices'][0]['message']['content'] if chat else whole['choices'][0]['text']
+    base = {'id': whole['id'], 'object': 'chat.completion.chunk' if chat else 'text_completion',
+            'created': whole['created'], 'model': whole['model']}
+
+    def chunk(piece, finish=None, role=False):
+        if chat:
+            delta = {'role': 'assistant', 'content': ''} if role else ({'content': piece} if piece else {})
+            choice = {'index': 0, 'delta': delta, 'logprobs': None, 'finish_reason': finish}
+        else:
+            choice = {'index': 0, 'text': piece, 'logprobs': None, 'finish_reason': finish}
+        return dict(base, choices=[choice])
+
+    if chat:
+        yield chunk('', role=True)
+    words = content.split(' ')
+    for index, word in enumerate(words):
+        yield chunk(word if index == 0 else ' ' + word)
+    yield chunk('', finish='stop')
+    if include_usage:
+        yield dict(base, choices=[], usage=whole['usage'])
+    yield '[DONE]'
 
 
 def answer(path, payload, parts):
@@ -256,11 +316,12 @@ def watchdog(group):
 def start_up(group):
     """Rank 0: the whole group joins, the cache is complete, every rank loads its slice."""
     joined = group.join()
+    started = time.monotonic()
     log('all %d ranks joined: %s' % (group.size, ', '.join(i['host'] for i in joined)))
     if not ensure_model():
         group.abort('the model is not in the cache')
     # Loading waits for the cache to show the leader's download on every rank.
-    loaded = run(group, 'load', timeout=COLLECTIVE_TIMEOUT + node.CACHE_VISIBLE_TIMEOUT)
+    loaded = run(group, 'load', timeout=COLLECTIVE_TIMEOUT + node.CACHE_VISIBLE_TIMEOUT + node.LOAD_S)
     failed = [i for i in loaded if i['error']]
     if failed:
         for info in failed:
@@ -272,6 +333,8 @@ def start_up(group):
         log('rank %d on %s loaded bytes %d-%d of the weights' % (info['rank'], info['host'], info['slice'][0],
                                                                  info['slice'][1]))
     STATE.ranks = [i['host'] for i in loaded]
+    STATE.load_seconds = time.monotonic() - started
+    log('model downloaded and loaded in %.1f s (NIM_STANDIN_LOAD_S=%g)' % (STATE.load_seconds, node.LOAD_S))
     STATE.model = {'name': loaded[0]['name'], 'created': int(time.time()),
                    'served_name': os.environ.get('NIM_SERVED_MODEL_NAME') or loaded[0]['name']}
 
