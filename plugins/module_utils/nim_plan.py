@@ -55,6 +55,8 @@ SETTING_DEFAULTS = {
     'nim_shm_size_gb': 64,
     'nim_log_level': 'INFO',
     'nim_extra_env': {},
+    # The model a Docker group serves, for the front door's pools (default: from nim_image).
+    'nim_frontend_model': None,
     'nim_k8s_namespace': 'nim',
     'nim_k8s_replicas': 1,
     'nim_k8s_autoscaling': False,

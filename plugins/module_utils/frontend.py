@@ -1,0 +1,59 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, nimstack maintainers
+# SPDX-License-Identifier: Apache-2.0
+"""The front door's view of the plan: which leaders serve which model.
+
+A front door (role nim_frontend) balances OpenAI-API traffic over the leaders of the Docker
+deployment groups that serve the same model. Every group's leader is one server; groups are
+pooled by the model they serve, which is the group's ``nim_frontend_model`` or, by default, the
+name NIM serves for its image: the image path without the registry and without the leading
+``nim/`` (``nvcr.io/nim/meta/llama-3.1-405b-instruct`` serves ``meta/llama-3.1-405b-instruct``).
+No Ansible imports: the filter and the tests use this directly.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import re
+
+_BACKEND_NAME = re.compile(r'[^A-Za-z0-9_.-]+')
+
+
+def served_model(image, override=None):
+    """The model name a NIM image serves, or override when the group sets one."""
+    if override:
+        return str(override)
+    path = str(image or '').split('@', 1)[0]
+    last = path.rsplit('/', 1)[-1]
+    if ':' in last:
+        path = path[:len(path) - len(last)] + last.split(':', 1)[0]
+    parts = path.split('/')
+    # A registry host has a dot or a port (nvcr.io, registry.lab:5000) or is localhost.
+    if len(parts) > 1 and ('.' in parts[0] or ':' in parts[0] or parts[0] == 'localhost'):
+        parts = parts[1:]
+    if len(parts) > 1 and parts[0] == 'nim':
+        parts = parts[1:]
+    return '/'.join(parts)
+
+
+def backend_name(model):
+    return 'model_' + _BACKEND_NAME.sub('_', model).strip('_')
+
+
+def frontend_pools(groups):
+    """Pools of leaders by served model, from the plan's groups (a dict name -> group, as
+    nim_plan returns them). Only valid Docker groups with a leader count. Returns a list of
+    {'model', 'backend', 'servers': [{'name', 'group', 'address', 'port'}]} sorted by model,
+    servers sorted by group name, so that the rendered configuration is stable."""
+    pools = {}
+    for name in sorted(groups or {}):
+        group = groups[name]
+        if group.get('mode') != 'docker' or not group.get('valid') or not group.get('leader'):
+            continue
+        settings = group.get('settings') or {}
+        model = served_model(settings.get('nim_image'), settings.get('nim_frontend_model'))
+        pool = pools.setdefault(model, {'model': model, 'backend': backend_name(model), 'servers': []})
+        pool['servers'].append({'name': 'group_%s' % name, 'group': name,
+                                'address': group['leader']['address'],
+                                'port': int(settings.get('nim_api_port') or 8000)})
+    return [pools[model] for model in sorted(pools)]
