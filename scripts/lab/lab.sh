@@ -168,6 +168,7 @@ cmd_down() {
     done
     # The model source sits on the lab's network, which cannot be removed while it is attached.
     "$here/model-source.sh" down >/dev/null
+    "$here/registry.sh" down >/dev/null
     # Volumes are found by name as well, so a half-finished 'up' leaves none behind.
     docker volume ls -q --filter "name=^$prefix-[0-9]+-docker$" | xargs -r docker volume rm >/dev/null
     if docker network inspect "$network" >/dev/null 2>&1; then
