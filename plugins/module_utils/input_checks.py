@@ -635,7 +635,6 @@ RULES = {
     'nim_k8s_startup_timeout': _int_check(0, _WEEK),
     'nim_k8s_probe_period': _int_check(1, 3600),
     'nim_k8s_smoke_timeout': _int_check(1, _DAY),
-    'nim_k8s_rollout_partition': _int_check(0, 1000),
     'lws_namespace': _dns(DNS_LABEL_RE, ACCEPT_DNS_LABEL),
     'lws_render_dir': _path('controller', empty_ok=True),
     'lws_wait_timeout': _int_check(1, _DAY),

@@ -15,7 +15,7 @@ description:
     directories it needs, each file replaced atomically. Files already as wanted are not touched.
   - Removes, in each directory of O(prune), the files matching O(patterns) that O(files) does not
     list and O(keep) does not name, so objects that no longer exist leave no file behind for a
-    GitOps tool to apply. Only files whose first line starts with O(marker) are removed: a file
+    GitOps tool to apply. Only files whose first line starts with O(marker) are removed; a file
     the module did not write (a user's own manifest in the directory) is left alone and listed in
     RV(kept). The contents of O(files) should therefore start with that line.
   - Render-only mode of role nim_k8s writes the manifests of every deployment group with one call of
