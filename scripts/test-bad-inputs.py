@@ -126,7 +126,8 @@ def run_case(repo, case, workdir, shim_dir):
     ssh_log = os.path.join(folder, 'ssh-attempts.log')
     env = dict(os.environ)
     env.update(PATH=shim_dir + os.pathsep + env.get('PATH', ''), ANSIBLE_CONFIG=os.path.join(repo, 'ansible.cfg'),
-               ANSIBLE_STDOUT_CALLBACK='ansible.posix.json', ANSIBLE_DISPLAY_TRACEBACK='error', ANSIBLE_NOCOLOR='1', ANSIBLE_FORCE_COLOR='0', ANSIBLE_CACHE_PLUGIN_CONNECTION=os.path.join(folder, 'facts'),
+               ANSIBLE_STDOUT_CALLBACK='ansible.posix.json', ANSIBLE_DISPLAY_TRACEBACK='error', ANSIBLE_NOCOLOR='1',
+               ANSIBLE_FORCE_COLOR='0', ANSIBLE_CACHE_PLUGIN_CONNECTION=os.path.join(folder, 'facts'),
                ANSIBLE_LOCAL_TEMP=os.path.join(folder, 'tmp'), ANSIBLE_RETRY_FILES_ENABLED='0',
                KUBECONFIG=os.path.join(folder, 'no-kubeconfig'), NIMSTACK_SSH_LOG=ssh_log)
     render = case.get('playbook') == 'render'
@@ -193,7 +194,7 @@ def run_case(repo, case, workdir, shim_dir):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n', maxsplit=1)[0])
     parser.add_argument('--repo', default=REPO, help='the checkout whose playbooks run (default: this one)')
     parser.add_argument('--cases', default=os.path.join(REPO, 'tests', 'bad_inputs', 'cases.yml'))
     parser.add_argument('-k', dest='only', default='', help='run only the cases whose name contains this')
@@ -226,8 +227,8 @@ def main():
         for future in concurrent.futures.as_completed(futures):
             case, problems, seconds = future.result()
             status = 'FAIL' if problems else 'ok'
-            print('%-4s %-32s %-16s %-8s %5.1f s%s' % (status, case['name'], case['family'], case['expect'], seconds,
-                                                        ''.join('\n       - ' + p for p in problems)))
+            details = ''.join('\n       - ' + p for p in problems)
+            print('%-4s %-32s %-16s %-8s %5.1f s%s' % (status, case['name'], case['family'], case['expect'], seconds, details))
             sys.stdout.flush()
             if problems:
                 failed.append(case['name'])

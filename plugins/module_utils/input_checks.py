@@ -19,6 +19,7 @@ __metaclass__ = type
 
 import ipaddress
 import json
+import math
 import posixpath
 import re
 
@@ -183,7 +184,7 @@ def _number_check(low, high):
                 value = float(value)
             except ValueError:
                 return P_NOT_NUMBER
-        if not isinstance(value, (int, float)) or value != value:
+        if not isinstance(value, (int, float)) or (isinstance(value, float) and math.isnan(value)):
             return P_NOT_NUMBER
         if value < low or value > high:
             return P_OUT_OF_RANGE

@@ -74,6 +74,7 @@ REFUSED = [
     ('nim_tensor_parallel', '8 GPUs', input_checks.P_NOT_INT),
     ('nim_shm_size_gb', False, input_checks.P_BOOL_AS_INT),
     ('nim_gpu_memory_gb', float('nan'), input_checks.P_NOT_NUMBER),
+    ('nim_gpu_memory_gb', 10 ** 400, input_checks.P_OUT_OF_RANGE),
     ('nim_k8s_storage_size', '1 TB', input_checks.P_BAD_QUANTITY),
     ('nim_k8s_resources', {'limits': {'memory': 'lots'}}, input_checks.P_BAD_QUANTITY),
     ('nim_k8s_resources', {'limit': {'memory': '1Gi'}}, input_checks.P_NOT_MAPPING),

@@ -69,8 +69,8 @@ def test_prune_leaves_every_file_it_did_not_write(tmp_path):
     assert [c[0] for c in changes['remove']] == ['g/ConfigMap-old.yaml']
     assert changes['foreign'] == ['g/empty.yaml', 'g/marker-not-first.yaml', 'g/users-own.yaml']
     apply_changes(root, changes)
-    assert sorted(os.listdir(os.path.join(root, 'g'))) == ['Service-a.yaml', 'empty.yaml', 'marker-not-first.yaml',
-                                                          'users-own.yaml']
+    left = ['Service-a.yaml', 'empty.yaml', 'marker-not-first.yaml', 'users-own.yaml']
+    assert sorted(os.listdir(os.path.join(root, 'g'))) == left
     assert open(os.path.join(root, 'g/users-own.yaml')).read() == 'kind: NetworkPolicy\n'
 
 
