@@ -9,9 +9,9 @@ COLLECTION_LINK := build/collections/ansible_collections/nimstack/multinode
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: test labs deps link lint units k8s build-check sanity molecule lab-test standin-test docker-path-test contracts-test docs-check awx-test doctor-test security-test k8s-cluster k8s-cluster-down k8s-live-test lab lab-down clean
+.PHONY: test labs deps link lint units k8s build-check sanity bad-inputs molecule lab-test standin-test docker-path-test contracts-test docs-check awx-test doctor-test security-test k8s-cluster k8s-cluster-down k8s-live-test lab lab-down clean
 
-test: deps lint units k8s build-check sanity docs-check labs
+test: deps lint units k8s build-check sanity docs-check bad-inputs labs
 
 deps: $(VENV)/.deps-stamp link
 
@@ -40,6 +40,13 @@ build-check: deps
 
 sanity: deps
 	scripts/sanity.sh
+
+# Mistaken inventories (tests/bad_inputs/cases.yml) through playbooks/preflight.yml and the
+# render-only Kubernetes deploy, with ssh/scp/sftp shims that record any attempt to reach a node:
+# each case is refused naming its variable, or accepted; no host contacted, no traceback, no key
+# in the output, a user's own file in the render directory kept. Two cases at a time.
+bad-inputs: deps
+	$(PY) scripts/test-bad-inputs.py
 
 # Roles on real systemd hosts (Docker, built locally): molecule per role, then the lab end to end.
 molecule: deps

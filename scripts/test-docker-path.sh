@@ -54,7 +54,7 @@ mkdir -p "$two/host_vars"
 printf -- '---\nall: {}\n' >"$two/hosts.yml"
 printf -- '---\nnim_node_rank: 0\n' >"$two/host_vars/$leader.yml"
 printf -- '---\nnim_node_rank: 0\n' >"$two/host_vars/${workers[0]}.yml"
-expect_refused two-leaders "exactly one leader" -i "$two"
+expect_refused two-leaders "each rank must be unique in a group" -i "$two"
 
 step "a worker host down before the rollout: the leader is never started"
 docker stop "${workers[1]}" >/dev/null

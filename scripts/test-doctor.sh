@@ -3,7 +3,7 @@
 #   1. the hosts get the SSH mesh (prepare_hosts.yml --tags ssh_mesh; lab.sh already shares the
 #      cache path between them) and a fake nvidia-smi that prints the real H100 capture of
 #      tests/unit/fixtures/nvidia_smi;
-#   2. a healthy lab passes playbooks/preflight.yml, within DOCTOR_MAX_S seconds (default 60);
+#   2. a healthy lab passes playbooks/check_hosts.yml (preflight, OS check, doctor), within DOCTOR_MAX_S seconds (default 60);
 #   3. faults, injected one at a time and undone, each fail the run and are named in the JSON
 #      report (check + host), and no other check fails:
 #        a worker with a different GPU inventory (the 8-GPU fixture), a TCP port blocked with
@@ -64,7 +64,7 @@ for f in json.load(open(sys.argv[1]))["failures"]:
     print(f["check"], f["host"])' "$report" | sort -u
 }
 
-doctor() { play "$logs/$1.log" playbooks/preflight.yml; }
+doctor() { play "$logs/$1.log" playbooks/check_hosts.yml; }
 
 # expect_fault NAME CHECK HOST [OTHER_ALLOWED_CHECK...]: the doctor fails, names CHECK on HOST and
 # fails no check outside the listed ones.

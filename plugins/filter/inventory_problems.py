@@ -16,6 +16,7 @@ from ansible_collections.nimstack.multinode.plugins.module_utils.inventory_check
     InventoryCheckError,
     check_inventory,
 )
+from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import CHECKED_VARIABLES
 
 _HOST_VARS = ('nim_group', 'nim_node_rank')
 _OS_FACTS = ('distribution', 'distribution_version', 'distribution_major_version', 'os_family')
@@ -27,9 +28,23 @@ def _pick(hostvars, host, names):
     return dict((name, hvars[name]) for name in names if name in hvars)
 
 
+def _inputs(hostvars, host):
+    # A value whose template cannot be resolved here is left to the role that uses it.
+    hvars = hostvars[host]
+    picked = {}
+    for name in CHECKED_VARIABLES:
+        if name in hvars:
+            try:
+                picked[name] = hvars[name]
+            except Exception:  # pylint: disable=broad-except
+                continue
+    return picked
+
+
 def inventory_problems(hostvars, groups, ansible_version, node_group=DEFAULT_NODE_GROUP,
                        default_group='default', min_version=DEFAULT_MIN_VERSION,
-                       max_version=DEFAULT_MAX_VERSION, supported_os=None, check_os=True):
+                       max_version=DEFAULT_MAX_VERSION, supported_os=None, check_os=True,
+                       check_inputs=True, input_groups=('nfs_server',)):
     if not isinstance(ansible_version, str):
         raise AnsibleFilterError('inventory_problems: ansible_version must be a string such as '
                                  'ansible_version.full, got %r' % (ansible_version,))
@@ -41,12 +56,18 @@ def inventory_problems(hostvars, groups, ansible_version, node_group=DEFAULT_NOD
         for host in hosts:
             facts = hostvars[host].get('ansible_facts') or {}
             host_facts[host] = dict((name, facts.get(name)) for name in _OS_FACTS)
+    input_vars = None
+    if check_inputs:
+        input_hosts = list(hosts)
+        for group in input_groups or ():
+            input_hosts.extend(h for h in (groups or {}).get(group) or [] if h not in input_hosts)
+        input_vars = dict((host, _inputs(hostvars, host)) for host in input_hosts)
     try:
         return check_inventory(groups, host_vars, ansible_version, node_group=node_group,
                                default_group=default_group, min_version=min_version,
                                max_version=max_version,
                                supported_os=supported_os or DEFAULT_SUPPORTED_OS,
-                               host_facts=host_facts)
+                               host_facts=host_facts, input_vars=input_vars)
     except InventoryCheckError as exc:
         raise AnsibleFilterError('inventory_problems: %s' % exc)
 

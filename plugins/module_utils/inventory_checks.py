@@ -14,6 +14,8 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import check_inputs
+
 DEFAULT_NODE_GROUP = 'nim_nodes'
 DEFAULT_MIN_VERSION = '2.16.0'
 DEFAULT_MAX_VERSION = '2.21.0'
@@ -180,15 +182,25 @@ def check_os(hosts, host_facts, supported_os=DEFAULT_SUPPORTED_OS):
 def check_inventory(groups, host_vars, ansible_version, node_group=DEFAULT_NODE_GROUP,
                     default_group='default', min_version=DEFAULT_MIN_VERSION,
                     max_version=DEFAULT_MAX_VERSION, supported_os=DEFAULT_SUPPORTED_OS,
-                    host_facts=None):
+                    host_facts=None, input_vars=None):
     """Run every check; return the list of problems (empty when all is well).
 
     host_facts None skips the OS check (no host contacted, e.g. controller-only planning).
+    input_vars ({host: {variable: value}}, the public variables the inventory sets on the nodes
+    and on other hosts the collection configures, e.g. the NFS server) adds the type, range and
+    format checks of input_checks; None skips them.
     """
     problems = check_ansible_version(ansible_version, min_version, max_version)
     group_problems, hosts = check_group_members(groups, node_group)
     problems.extend(group_problems)
     problems.extend(check_host_vars(hosts, host_vars, default_group))
+    if input_vars is not None:
+        group_of = {}
+        for host in hosts:
+            group = (host_vars.get(host) or {}).get('nim_group')
+            group_of[host] = default_group if group is None else group
+        others = [host for host in input_vars if host not in group_of]
+        problems.extend(check_inputs(hosts + others, input_vars, group_of))
     if host_facts is not None:
         problems.extend(check_os(hosts, host_facts, supported_os))
     return problems

@@ -214,7 +214,8 @@ def plan_parallelism(tensor_parallel, pipeline_parallel=1, nodes=None, gpus_per_
         except ModelError as exc:
             errors.extend(exc.problems)
 
-    if precision is not None and precision not in BYTES_PER_PARAM:
+    # A list (a YAML mistake) cannot be looked up in the table: refuse it instead of raising.
+    if precision is not None and (not isinstance(precision, str) or precision not in BYTES_PER_PARAM):
         errors.append('precision=%r: must be one of %s' % (precision, ', '.join(sorted(BYTES_PER_PARAM))))
         precision = None
     effective_precision = precision or (shape['precision'] if shape else None)

@@ -19,6 +19,7 @@ import json
 import re
 
 from ansible_collections.nimstack.multinode.plugins.module_utils.inventory_checks import GROUP_NAME_RE, GROUP_NAME_RULE
+from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import image_reference
 from ansible_collections.nimstack.multinode.plugins.module_utils.nim_parallelism import plan_parallelism
 from ansible_collections.nimstack.multinode.plugins.module_utils.nim_contract import ContractError, resolve_contract
 from ansible_collections.nimstack.multinode.plugins.module_utils.nim_env import NimEnvError, build_env
@@ -378,6 +379,7 @@ def _plan_group(name, members, deployment_mode):
         'size': None,
         'ports': None,
         'k8s': None,
+        'image': None,
     }
     if errors:
         return result
@@ -451,6 +453,8 @@ def _plan_group(name, members, deployment_mode):
     else:
         hostfile = []
     result.update({
+        # What Docker and Kubernetes pull: repo:tag, or repo@sha256:... when the tag is a digest.
+        'image': image_reference(settings['nim_image'], settings['nim_image_tag']),
         'leader': {'host': leader['host'], 'address': leader['address']},
         'ranks': ranks,
         'hostfile': hostfile,

@@ -56,15 +56,29 @@ def _current_mode(path):
         return None
 
 
-def plan_changes(root, files, prune=(), keep=(), patterns=('*.yaml',)):
+# The first line of every file the collection renders; prune removes no file without it.
+DEFAULT_MARKER = '# Rendered by nimstack.multinode'
+
+
+def is_marked(data, marker=DEFAULT_MARKER):
+    """Whether a file's content (bytes or None) starts with the line the collection writes."""
+    if data is None:
+        return False
+    return data.lstrip(b'\xef\xbb\xbf').startswith(marker.encode('utf-8'))
+
+
+def plan_changes(root, files, prune=(), keep=(), patterns=('*.yaml',), marker=DEFAULT_MARKER):
     """What writing ``files`` under ``root`` changes.
 
     files: [{'path': relative path, 'content': text, 'mode': '0644'}].
     prune: directories (relative to root) whose files matching ``patterns`` are removed unless
-    written here or listed in ``keep``.
+    written here or listed in ``keep``, and only when their first line starts with ``marker``:
+    a file someone else put there (a user's own manifest) is never removed, so what is written
+    here must start with the marker for a later render to know it as its own.
 
     Returns {'write': [(relative, content bytes, mode, before bytes or None)],
-             'chmod': [(relative, mode)], 'remove': [(relative, before bytes)], 'unchanged': n}.
+             'chmod': [(relative, mode)], 'remove': [(relative, before bytes)], 'unchanged': n,
+             'foreign': [relative: files prune would match but did not write, left alone]}.
     """
     wanted = {}
     for entry in files:
@@ -78,7 +92,7 @@ def plan_changes(root, files, prune=(), keep=(), patterns=('*.yaml',)):
         wanted[relative] = (data, _mode(entry.get('mode', '0644')))
     kept = set(_relative(root, path, 'keep') for path in keep)
 
-    changes = {'write': [], 'chmod': [], 'remove': [], 'unchanged': 0}
+    changes = {'write': [], 'chmod': [], 'remove': [], 'unchanged': 0, 'foreign': []}
     for relative in sorted(wanted):
         data, mode = wanted[relative]
         target = os.path.join(root, relative)
@@ -101,7 +115,11 @@ def plan_changes(root, files, prune=(), keep=(), patterns=('*.yaml',)):
             if relative in wanted or relative in kept or not os.path.isfile(os.path.join(folder, name)):
                 continue
             if any(fnmatch.fnmatch(name, pattern) for pattern in patterns):
-                changes['remove'].append((relative, _read(os.path.join(folder, name))))
+                before = _read(os.path.join(folder, name))
+                if is_marked(before, marker):
+                    changes['remove'].append((relative, before))
+                else:
+                    changes['foreign'].append(relative)
     return changes
 
 

@@ -208,6 +208,12 @@ groups:
       description: The plan of M(nimstack.multinode.nim_parallelism) for the group.
       type: dict
       sample: {ranks: 2, gpus_per_rank: 8, mpi_start_timeout: 3000}
+    image:
+      description:
+        - The image reference to pull, C(nim_image:nim_image_tag), or C(nim_image@sha256:...) when
+          the tag is a digest; null while the group has errors.
+      type: str
+      sample: nvcr.io/nim/meta/llama-3.1-405b-instruct:1.8.4
     leader:
       description: The leader (rank 0), with C(host) and C(address).
       type: dict

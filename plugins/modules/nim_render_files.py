@@ -15,7 +15,9 @@ description:
     directories it needs, each file replaced atomically. Files already as wanted are not touched.
   - Removes, in each directory of O(prune), the files matching O(patterns) that O(files) does not
     list and O(keep) does not name, so objects that no longer exist leave no file behind for a
-    GitOps tool to apply.
+    GitOps tool to apply. Only files whose first line starts with O(marker) are removed; a file
+    the module did not write (a user's own manifest in the directory) is left alone and listed in
+    RV(kept). The contents of O(files) should therefore start with that line.
   - Render-only mode of role nim_k8s writes the manifests of every deployment group with one call of
     this module, so the controller's time grows with the number of files, not with tasks per file.
 author:
@@ -58,6 +60,12 @@ options:
     type: list
     elements: str
     default: ['*.yaml']
+  marker:
+    description:
+      - The start of the first line of every file this module writes; O(prune) removes no file
+        without it.
+    type: str
+    default: '# Rendered by nimstack.multinode'
 attributes:
   check_mode:
     support: full
@@ -77,9 +85,9 @@ EXAMPLES = r'''
     root: out
     files:
       - path: default/Service-nim-default.yaml
-        content: "{{ service | ansible.builtin.to_nice_yaml(indent=2, sort_keys=true) }}"
+        content: "# Rendered by nimstack.multinode\n{{ service | ansible.builtin.to_nice_yaml(indent=2, sort_keys=true) }}"
       - path: default/LeaderWorkerSet-nim-default.yaml
-        content: "{{ lws | ansible.builtin.to_nice_yaml(indent=2, sort_keys=true) }}"
+        content: "# Rendered by nimstack.multinode\n{{ lws | ansible.builtin.to_nice_yaml(indent=2, sort_keys=true) }}"
     prune:
       - default
 '''
@@ -97,6 +105,12 @@ removed:
   type: list
   elements: str
   sample: [default/ConfigMap-nim-default-mpi-config.yaml]
+kept:
+  description: Paths (relative to the root) that O(prune) matched but left alone, as they lack O(marker).
+  returned: always
+  type: list
+  elements: str
+  sample: [default/my-own-networkpolicy.yaml]
 unchanged:
   description: How many files of O(files) were already as wanted.
   returned: always
@@ -110,7 +124,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_text
 
 from ansible_collections.nimstack.multinode.plugins.module_utils.render_files import (
-    RenderFilesError, apply_changes, plan_changes)
+    DEFAULT_MARKER, RenderFilesError, apply_changes, plan_changes)
 
 
 def _diffs(root, changes):
@@ -136,18 +150,20 @@ def main():
             prune=dict(type='list', elements='str', default=[]),
             keep=dict(type='list', elements='str', default=[]),
             patterns=dict(type='list', elements='str', default=['*.yaml']),
+            marker=dict(type='str', default=DEFAULT_MARKER),
         ),
         supports_check_mode=True,
     )
     root = module.params['root']
     try:
         changes = plan_changes(root, module.params['files'], module.params['prune'], module.params['keep'],
-                               module.params['patterns'])
+                               module.params['patterns'], module.params['marker'] or DEFAULT_MARKER)
     except RenderFilesError as exc:
         module.fail_json(msg=str(exc))
     changed = bool(changes['write'] or changes['chmod'] or changes['remove'])
     result = dict(changed=changed, written=[c[0] for c in changes['write']],
-                  removed=[c[0] for c in changes['remove']], unchanged=changes['unchanged'])
+                  removed=[c[0] for c in changes['remove']], kept=changes['foreign'],
+                  unchanged=changes['unchanged'])
     if module._diff and changed:
         result['diff'] = _diffs(root, changes)
     if changed and not module.check_mode:

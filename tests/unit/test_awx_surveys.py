@@ -190,8 +190,8 @@ def test_job_templates_run_existing_playbooks_with_a_known_survey():
     assert {t['name']: t.get('skip_tags') for t in templates} == {
         'nimstack preflight': None, 'nimstack site': None, 'nimstack smoke test': 'doctor', 'nimstack teardown': 'doctor',
         'nimstack prepare hosts': 'nfs,ssh_mesh', 'nimstack deploy': 'nvidia_driver,nvidia_container_toolkit,docker,rdma'}
-    with open(os.path.join(REPO, 'playbooks', 'preflight.yml')) as handle:
-        assert '- doctor' in handle.read(), 'the tag the templates skip is gone from preflight.yml'
+    with open(os.path.join(REPO, 'playbooks', 'check_hosts.yml')) as handle:
+        assert '- doctor' in handle.read(), 'the tag the templates skip is gone from check_hosts.yml'
     names = {t['name'] for t in templates}
     assert OBJECTS['nimstack_awx_workflow_chain'] == ['nimstack preflight', 'nimstack site', 'nimstack smoke test']
     assert set(OBJECTS['nimstack_awx_workflow_chain']) <= names

@@ -492,3 +492,9 @@ def test_layout_rules_skip_when_a_count_is_invalid_but_model_rules_still_run():
         "tensor_parallel=6: the model's 128 attention heads are not divisible by 6 (model llama-3.1-405b)",
         "tensor_parallel=6: the model's 8 KV heads are neither divisible by 6 nor a divisor of it (model llama-3.1-405b)",
     ]
+
+
+def test_a_precision_that_is_not_a_string_is_an_error_not_an_exception():
+    result = plan_parallelism(tensor_parallel=8, pipeline_parallel=2, nodes=2, gpus_per_node=8, model='llama-3.1-405b',
+                              precision=['fp8'])
+    assert any(e.startswith("precision=['fp8']: must be one of") for e in result['errors'])

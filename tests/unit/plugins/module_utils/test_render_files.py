@@ -10,6 +10,9 @@ from ansible_collections.nimstack.multinode.plugins.module_utils.render_files im
     RenderFilesError, apply_changes, plan_changes)
 
 
+MARKED = '# Rendered by nimstack.multinode (role nim_k8s)\nkind: ConfigMap\n'
+
+
 def _write(path, text, mode=0o644):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, 'w') as handle:
@@ -28,7 +31,7 @@ def test_a_fresh_root_writes_every_file_and_a_second_plan_changes_nothing(tmp_pa
     assert open(os.path.join(root, 'g1/Service-a.yaml')).read() == 'kind: Service\n'
     assert stat.S_IMODE(os.stat(os.path.join(root, 'g2/Secret-b.yaml')).st_mode) == 0o600
     again = plan_changes(root, files, prune=['g1', 'g2'])
-    assert again == {'write': [], 'chmod': [], 'remove': [], 'unchanged': 2}
+    assert again == {'write': [], 'chmod': [], 'remove': [], 'unchanged': 2, 'foreign': []}
 
 
 def test_changed_content_and_mode_are_found_separately(tmp_path):
@@ -47,13 +50,36 @@ def test_changed_content_and_mode_are_found_separately(tmp_path):
 def test_prune_removes_only_unlisted_matching_files_of_the_named_directories(tmp_path):
     root = str(tmp_path)
     for name in ('g/ConfigMap-old.yaml', 'g/Secret-key.yaml', 'g/notes.txt', 'other/Stale.yaml'):
-        _write(os.path.join(root, name), 'x\n')
+        _write(os.path.join(root, name), MARKED)
     changes = plan_changes(root, [{'path': 'g/Service-a.yaml', 'content': 'y\n'}],
                            prune=['g'], keep=['g/Secret-key.yaml'])
     assert [c[0] for c in changes['remove']] == ['g/ConfigMap-old.yaml']
     apply_changes(root, changes)
     assert sorted(os.listdir(os.path.join(root, 'g'))) == ['Secret-key.yaml', 'Service-a.yaml', 'notes.txt']
     assert os.path.exists(os.path.join(root, 'other/Stale.yaml'))
+
+
+def test_prune_leaves_every_file_it_did_not_write(tmp_path):
+    root = str(tmp_path)
+    _write(os.path.join(root, 'g/ConfigMap-old.yaml'), MARKED)
+    _write(os.path.join(root, 'g/users-own.yaml'), 'kind: NetworkPolicy\n')
+    _write(os.path.join(root, 'g/marker-not-first.yaml'), '---\n' + MARKED)
+    _write(os.path.join(root, 'g/empty.yaml'), '')
+    changes = plan_changes(root, [{'path': 'g/Service-a.yaml', 'content': MARKED}], prune=['g'])
+    assert [c[0] for c in changes['remove']] == ['g/ConfigMap-old.yaml']
+    assert changes['foreign'] == ['g/empty.yaml', 'g/marker-not-first.yaml', 'g/users-own.yaml']
+    apply_changes(root, changes)
+    left = ['Service-a.yaml', 'empty.yaml', 'marker-not-first.yaml', 'users-own.yaml']
+    assert sorted(os.listdir(os.path.join(root, 'g'))) == left
+    assert open(os.path.join(root, 'g/users-own.yaml')).read() == 'kind: NetworkPolicy\n'
+
+
+def test_another_marker_is_honoured(tmp_path):
+    root = str(tmp_path)
+    _write(os.path.join(root, 'g/a.yaml'), '# made by me\n')
+    _write(os.path.join(root, 'g/b.yaml'), MARKED)
+    changes = plan_changes(root, [], prune=['g'], marker='# made by me')
+    assert [c[0] for c in changes['remove']] == ['g/a.yaml'] and changes['foreign'] == ['g/b.yaml']
 
 
 def test_a_missing_prune_directory_is_not_an_error(tmp_path):

@@ -30,7 +30,7 @@ def test_check_mode_reports_without_writing_then_a_run_writes_then_nothing_chang
 
     result, failed = run_module(nim_render_files.main, _args(root))
     assert not failed and not result['changed']
-    assert result == dict(changed=False, written=[], removed=[], unchanged=2)
+    assert result == dict(changed=False, written=[], removed=[], kept=[], unchanged=2)
 
 
 def test_an_object_that_no_longer_exists_loses_its_file(tmp_path):
@@ -38,11 +38,23 @@ def test_an_object_that_no_longer_exists_loses_its_file(tmp_path):
     run_module(nim_render_files.main, _args(root))
     stale = os.path.join(root, 'default', 'ConfigMap-nim-mpi-config.yaml')
     with open(stale, 'w') as handle:
-        handle.write('kind: ConfigMap\n')
+        handle.write('# Rendered by nimstack.multinode (role nim_k8s)\nkind: ConfigMap\n')
     result, failed = run_module(nim_render_files.main, _args(root))
     assert not failed and result['changed']
     assert result['removed'] == ['default/ConfigMap-nim-mpi-config.yaml'] and result['written'] == []
     assert not os.path.exists(stale)
+
+
+def test_a_users_own_manifest_in_the_directory_survives(tmp_path):
+    root = str(tmp_path)
+    run_module(nim_render_files.main, _args(root))
+    own = os.path.join(root, 'default', 'my-networkpolicy.yaml')
+    with open(own, 'w') as handle:
+        handle.write('kind: NetworkPolicy\n# Rendered by nimstack.multinode, said a comment\n')
+    result, failed = run_module(nim_render_files.main, _args(root))
+    assert not failed and not result['changed']
+    assert result['removed'] == [] and result['kept'] == ['default/my-networkpolicy.yaml']
+    assert open(own).read().startswith('kind: NetworkPolicy')
 
 
 def test_a_path_outside_the_root_fails_naming_it(tmp_path):

@@ -1,0 +1,725 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, nimstack maintainers
+# SPDX-License-Identifier: Apache-2.0
+"""Type, range and format of every public variable a host or a render depends on, checked on the
+controller before any host is contacted.
+
+A mistaken inventory must be refused here, not on a host: a newline in ``ansible_host`` would add
+a stranger to the MPI hostfile, ``nim_cache_path: /`` would bind-mount the host's root into every
+rank, a tag ``1.10`` that YAML read as the float 1.1 would pull another image. Each rule names
+the variable, what is wrong with the value and what is accepted; every problem is collected and
+reported at once, per value: hosts that share a wrong value (a group variable) are named together.
+
+Only the variables the inventory (or ``-e``) sets are checked: the roles' defaults are trusted.
+No Ansible imports, so the rules are unit-tested directly.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import ipaddress
+import json
+import math
+import posixpath
+import re
+
+# Directories of the operating system: a directory the collection creates, fills, mounts or
+# removes recursively must be a dedicated one below them, never one of them.
+SYSTEM_DIRECTORIES = frozenset((
+    '/', '/bin', '/boot', '/dev', '/etc', '/home', '/lib', '/lib32', '/lib64', '/libx32', '/media',
+    '/mnt', '/opt', '/proc', '/root', '/run', '/sbin', '/srv', '/sys', '/tmp', '/usr', '/var',
+    '/usr/bin', '/usr/lib', '/usr/lib64', '/usr/local', '/usr/local/bin', '/usr/sbin', '/usr/share',
+    '/var/lib', '/var/log', '/var/cache', '/var/run', '/var/tmp', '/var/spool', '/var/lib/docker',
+    '/etc/docker', '/etc/ssh', '/etc/systemd', '/etc/apt', '/etc/yum.repos.d',
+))
+# Kernel and device trees: nothing of the collection may live below them.
+_VIRTUAL_TREES = ('/proc', '/sys', '/dev')
+
+# The host's own sshd listens on 22: a rank's sshd, a container port on the host network or the
+# doctor's probe there would clash with it (or take it over).
+HOST_SSHD_PORT = 22
+
+_HOSTNAME_LABEL = re.compile(r'^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$')
+DNS_LABEL_RE = re.compile(r'^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$')
+DNS_SUBDOMAIN_RE = re.compile(r'^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$')
+# Docker's reference grammar: lower-case path components, an optional registry host[:port].
+_IMAGE_RE = re.compile(r'^(?:[A-Za-z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*'
+                       r'(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*$')
+TAG_RE = re.compile(r'^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$')
+DIGEST_RE = re.compile(r'^sha256:[a-f0-9]{64}$')
+_ENV_NAME_RE = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*$')
+_IFNAME_RE = re.compile(r'^[=^]?[A-Za-z0-9_.:@-]{1,15}(,[A-Za-z0-9_.:@-]{1,15})*$')
+_QUANTITY_RE = re.compile(r'^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$')
+_CONTROL = re.compile(r'[\x00-\x1f\x7f]')
+_SECRET_BAD = re.compile(r'[\s\x00-\x1f\x7f]', re.UNICODE)
+
+_TRUE = ('true', 'yes', 'on', '1')
+_FALSE = ('false', 'no', 'off', '0')
+
+# What a rule says is accepted; the unit tests and docs/troubleshooting.md quote these.
+ACCEPT_PORT = 'a whole number from 1 to 65535'
+ACCEPT_PORT_NOT_SSHD = 'a whole number from 1 to 65535 other than 22 (the host sshd)'
+ACCEPT_PORT_LIST = 'a list of whole numbers from 1 to 65535'
+ACCEPT_PORT_RANGE = 'a list of two port numbers [first, last] with first <= last'
+ACCEPT_CIDRS = 'a YAML list of IPv4/IPv6 networks such as 10.0.0.0/8'
+ACCEPT_SOURCES_NO_WORLD = ('a YAML list of IP addresses or networks such as 10.0.0.0/16, none of them '
+                           'the whole internet (*, 0.0.0.0/0, ::/0)')
+ACCEPT_SSH_SOURCES = ('a YAML list of host names, IP addresses or networks such as 10.0.0.0/16, none '
+                      'of them a wildcard or the whole internet (*, 0.0.0.0/0, ::/0)')
+ACCEPT_OWNED_DIR = ('an absolute path to a directory dedicated to the collection, below and not equal '
+                    'to a system directory such as /, /etc, /opt, /var, /usr, /home, /tmp, /srv, /mnt')
+ACCEPT_FILE = 'an absolute path to a file, outside /proc, /sys and /dev'
+ACCEPT_CONTROLLER_DIR = ('a directory path on the controller (relative, ~ or absolute) that is not '
+                         'a system directory such as /, /etc, /opt, /var, /usr, /home, /tmp')
+ACCEPT_HTTPS = 'an https:// URL'
+ACCEPT_HTTPS_OR_EMPTY = ACCEPT_HTTPS + ', or empty'
+ACCEPT_IMAGE = 'an image repository without tag such as nvcr.io/nim/meta/llama-3.1-8b-instruct'
+ACCEPT_IMAGE_TAG = ('a quoted string tag such as "1.10.0" (letters, digits, _ . -; at most 128) or a '
+                    'digest sha256:<64 hex digits>')
+ACCEPT_DNS_LABEL = 'a DNS label: 1-63 lower-case letters, digits and -, starting and ending with a letter or digit'
+ACCEPT_DNS_SUBDOMAIN = 'a DNS subdomain: lower-case letters, digits, - and ., starting and ending with a letter or digit'
+ACCEPT_HOST_ADDRESS = 'a host name or an IP address, without spaces, newlines or other characters'
+ACCEPT_SECRET = 'a string without whitespace or control characters (set it from ansible-vault or an AWX credential)'
+ACCEPT_BOOL = 'true or false'
+ACCEPT_STRING = 'a string on one line'
+ACCEPT_STRING_LIST = 'a YAML list of strings on one line each'
+ACCEPT_MAPPING = 'a YAML mapping'
+ACCEPT_ENV = ('a mapping of environment variable names (letters, digits, _) to values on one line '
+              '(strings, numbers or booleans)')
+ACCEPT_IFNAME = 'an interface name or NCCL list such as eth0, ^lo,docker or =ib0 (no spaces)'
+ACCEPT_QUANTITY = 'a Kubernetes quantity such as 500Gi, 1Ti or 64'
+ACCEPT_RESOURCES = ('a mapping with limits and/or requests, each a mapping of resource names to '
+                    'Kubernetes quantities such as 500Gi or 8')
+ACCEPT_OCTAL_MODE = 'a quoted octal mode such as "0775"'
+
+
+def accepts_int(low, high):
+    return 'a whole number from %d to %d' % (low, high)
+
+
+def accepts_number(low, high):
+    return 'a number from %s to %s' % (low, high)
+
+
+def accepts_choice(choices):
+    return 'one of %s' % ', '.join(str(c) for c in choices)
+
+
+# The fixed problem texts, quoted in docs/troubleshooting.md.
+P_NOT_INT = 'is not a whole number'
+P_BOOL_AS_INT = 'is a boolean, not a number'
+P_OUT_OF_RANGE = 'is out of range'
+P_NOT_NUMBER = 'is not a number'
+P_SSHD_PORT = 'is the port of the host sshd'
+P_NOT_LIST = 'is not a list'
+P_STRING_NOT_LIST = 'is a string, not a list'
+P_NOT_NETWORK = 'holds an entry that is not an IP network'
+P_WORLD = 'opens the port to the whole internet or to any source'
+P_NOT_ABSOLUTE = 'is not an absolute path'
+P_SYSTEM_DIR = 'is a system directory, not one dedicated to the collection'
+P_VIRTUAL_TREE = 'points into /proc, /sys or /dev'
+P_NOT_HTTPS = 'is not an https:// URL'
+P_TAG_NUMBER = 'is a number, not a string: YAML reads 1.10 as 1.1; quote the tag'
+P_BAD_TAG = 'is not an image tag or digest'
+P_TAG_IN_IMAGE = 'holds a tag or digest; put it in nim_image_tag'
+P_BAD_IMAGE = 'is not an image repository'
+P_BAD_DNS = 'is not a DNS name'
+P_BAD_ADDRESS = 'is not a host name or IP address'
+P_SECRET_CHARS = 'holds whitespace or control characters (a newline would write extra variables into an env file)'
+P_NOT_STRING = 'is not a string'
+P_NOT_BOOL = 'is not a boolean'
+P_NOT_CHOICE = 'is not one of the accepted values'
+P_MULTILINE = 'holds a newline or control character'
+P_NOT_MAPPING = 'is not a mapping'
+P_BAD_ENV = 'holds an entry that is not NAME: value on one line'
+P_BAD_QUANTITY = 'is not a Kubernetes quantity'
+P_EMPTY = 'is empty'
+
+PROBLEMS = (P_NOT_INT, P_BOOL_AS_INT, P_OUT_OF_RANGE, P_NOT_NUMBER, P_SSHD_PORT, P_NOT_LIST,
+            P_STRING_NOT_LIST, P_NOT_NETWORK, P_WORLD, P_NOT_ABSOLUTE, P_SYSTEM_DIR, P_VIRTUAL_TREE,
+            P_NOT_HTTPS, P_TAG_NUMBER, P_BAD_TAG, P_TAG_IN_IMAGE, P_BAD_IMAGE, P_BAD_DNS, P_BAD_ADDRESS,
+            P_SECRET_CHARS, P_NOT_STRING, P_NOT_BOOL, P_NOT_CHOICE, P_MULTILINE, P_NOT_MAPPING, P_BAD_ENV,
+            P_BAD_QUANTITY, P_EMPTY)
+
+
+class Rule(object):
+    """One variable's check: ``check(value)`` returns a problem text (one of PROBLEMS) or None."""
+
+    def __init__(self, check, accepts, secret=False):
+        self.check = check
+        self.accepts = accepts
+        self.secret = secret
+
+
+# ---- value checks -------------------------------------------------------------------------------
+
+def as_int(value):
+    """(number, problem): digit strings count (INI and -e hand numbers over as text), bools do not."""
+    if isinstance(value, bool):
+        return None, P_BOOL_AS_INT
+    if isinstance(value, int):
+        return value, None
+    if isinstance(value, str) and re.match(r'^\s*-?[0-9]{1,30}\s*$', value):
+        return int(value), None
+    return None, P_NOT_INT
+
+
+def _int_check(low, high):
+    def check(value):
+        number, problem = as_int(value)
+        if problem:
+            return problem
+        if number < low or number > high:
+            return P_OUT_OF_RANGE
+        return None
+    return Rule(check, accepts_int(low, high))
+
+
+def _number_check(low, high):
+    def check(value):
+        if isinstance(value, bool):
+            return P_BOOL_AS_INT
+        if isinstance(value, str):
+            try:
+                value = float(value)
+            except ValueError:
+                return P_NOT_NUMBER
+        if not isinstance(value, (int, float)) or (isinstance(value, float) and math.isnan(value)):
+            return P_NOT_NUMBER
+        if value < low or value > high:
+            return P_OUT_OF_RANGE
+        return None
+    return Rule(check, accepts_number(low, high))
+
+
+def _port_problem(value, not_sshd):
+    number, problem = as_int(value)
+    if problem:
+        return problem
+    if number < 1 or number > 65535:
+        return P_OUT_OF_RANGE
+    if not_sshd and number == HOST_SSHD_PORT:
+        return P_SSHD_PORT
+    return None
+
+
+def _port(not_sshd=False):
+    return Rule(lambda value: _port_problem(value, not_sshd), ACCEPT_PORT_NOT_SSHD if not_sshd else ACCEPT_PORT)
+
+
+def _port_list():
+    def check(value):
+        if isinstance(value, str):
+            return P_STRING_NOT_LIST
+        if not isinstance(value, list):
+            return P_NOT_LIST
+        for item in value:
+            problem = _port_problem(item, False)
+            if problem:
+                return problem
+        return None
+    return Rule(check, ACCEPT_PORT_LIST)
+
+
+def _port_range():
+    def check(value):
+        if isinstance(value, str):
+            return P_STRING_NOT_LIST
+        if not isinstance(value, list):
+            return P_NOT_LIST
+        if len(value) != 2:
+            return P_OUT_OF_RANGE
+        for item in value:
+            problem = _port_problem(item, False)
+            if problem:
+                return problem
+        if as_int(value[0])[0] > as_int(value[1])[0]:
+            return P_OUT_OF_RANGE
+        return None
+    return Rule(check, ACCEPT_PORT_RANGE)
+
+
+def _network(text):
+    try:
+        return ipaddress.ip_network(text, strict=False)
+    except ValueError:
+        return None
+
+
+def _sources(world_ok, names_ok, accepts):
+    """A list of networks (and, where names_ok, host names); world_ok allows 0.0.0.0/0 and ::/0."""
+    def check(value):
+        if isinstance(value, str):
+            return P_STRING_NOT_LIST
+        if not isinstance(value, list):
+            return P_NOT_LIST
+        for item in value:
+            text = item if isinstance(item, str) else None
+            if text is None or text.strip() != text or not text:
+                return P_NOT_NETWORK
+            if '*' in text:
+                return P_WORLD
+            network = _network(text)
+            if network is None:
+                if names_ok and is_hostname(text):
+                    continue
+                return P_NOT_NETWORK
+            if network.prefixlen == 0 and not world_ok:
+                return P_WORLD
+        return None
+    return Rule(check, accepts)
+
+
+def is_hostname(text):
+    if not isinstance(text, str) or not text or len(text) > 253:
+        return False
+    return all(_HOSTNAME_LABEL.match(label) for label in text.rstrip('.').split('.'))
+
+
+def is_host_address(text):
+    """A host name or an IP address: what may stand in a hostfile, an nft set or authorized_keys."""
+    if not isinstance(text, str) or not text:
+        return False
+    try:
+        ipaddress.ip_address(text)
+        return True
+    except ValueError:
+        return is_hostname(text)
+
+
+def _host_address():
+    return Rule(lambda value: None if is_host_address(value) else P_BAD_ADDRESS, ACCEPT_HOST_ADDRESS)
+
+
+def _path_problem(value, kind, empty_ok):
+    if not isinstance(value, str):
+        return P_NOT_STRING
+    if value == '' and empty_ok:
+        return None
+    if _CONTROL.search(value):
+        return P_MULTILINE
+    if kind == 'controller':
+        if value.strip() == '':
+            return P_EMPTY
+        if value.startswith('~') or not value.startswith('/'):
+            return None
+    if not value.startswith('/'):
+        return P_NOT_ABSOLUTE
+    normal = posixpath.normpath(value)
+    if normal.startswith('//'):
+        normal = '/' + normal.lstrip('/')
+    if any(normal == tree or normal.startswith(tree + '/') for tree in _VIRTUAL_TREES):
+        return P_VIRTUAL_TREE
+    if kind in ('owned', 'controller') and normal in SYSTEM_DIRECTORIES:
+        return P_SYSTEM_DIR
+    if kind == 'file' and normal in SYSTEM_DIRECTORIES:
+        return P_SYSTEM_DIR
+    return None
+
+
+def _path(kind, empty_ok=False):
+    accepts = {'owned': ACCEPT_OWNED_DIR, 'file': ACCEPT_FILE, 'controller': ACCEPT_CONTROLLER_DIR}[kind]
+    if empty_ok:
+        accepts += ', or empty'
+    return Rule(lambda value: _path_problem(value, kind, empty_ok), accepts)
+
+
+def _https(empty_ok=True):
+    def check(value):
+        if not isinstance(value, str):
+            return P_NOT_STRING
+        if value == '' and empty_ok:
+            return None
+        if _CONTROL.search(value) or ' ' in value:
+            return P_MULTILINE
+        if not re.match(r'^https://[^/\s]+', value):
+            return P_NOT_HTTPS
+        return None
+    return Rule(check, ACCEPT_HTTPS_OR_EMPTY if empty_ok else ACCEPT_HTTPS)
+
+
+def _image():
+    def check(value):
+        if not isinstance(value, str):
+            return P_NOT_STRING
+        last = value.rsplit('/', 1)[-1]
+        if '@' in value or ':' in last:
+            return P_TAG_IN_IMAGE
+        if not _IMAGE_RE.match(value):
+            return P_BAD_IMAGE
+        return None
+    return Rule(check, ACCEPT_IMAGE)
+
+
+def _image_tag():
+    def check(value):
+        if isinstance(value, bool) or isinstance(value, (int, float)):
+            return P_TAG_NUMBER
+        if not isinstance(value, str):
+            return P_NOT_STRING
+        if TAG_RE.match(value) or DIGEST_RE.match(value):
+            return None
+        return P_BAD_TAG
+    return Rule(check, ACCEPT_IMAGE_TAG)
+
+
+def image_reference(image, tag):
+    """What docker and Kubernetes pull: repo:tag, or repo@sha256:... for a digest."""
+    tag = '' if tag is None else str(tag)
+    return '%s%s%s' % (image, '@' if DIGEST_RE.match(tag) else ':', tag)
+
+
+def _dns(pattern, accepts, empty_ok=False):
+    def check(value):
+        if not isinstance(value, str):
+            return P_NOT_STRING
+        if value == '' and empty_ok:
+            return None
+        return None if pattern.match(value) else P_BAD_DNS
+    return Rule(check, accepts + (', or empty' if empty_ok else ''))
+
+
+def _secret():
+    def check(value):
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            return P_NOT_STRING
+        return P_SECRET_CHARS if _SECRET_BAD.search(value) else None
+    return Rule(check, ACCEPT_SECRET, secret=True)
+
+
+def as_bool(value):
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
+        return value.strip().lower() in _TRUE
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    return None
+
+
+def _bool():
+    return Rule(lambda value: None if as_bool(value) is not None else P_NOT_BOOL, ACCEPT_BOOL)
+
+
+def _string(empty_ok=True):
+    def check(value):
+        if not isinstance(value, str):
+            return P_NOT_STRING
+        if _CONTROL.search(value):
+            return P_MULTILINE
+        if not empty_ok and not value.strip():
+            return P_EMPTY
+        return None
+    return Rule(check, ACCEPT_STRING)
+
+
+def _choice(choices):
+    def check(value):
+        if not isinstance(value, str):
+            return P_NOT_STRING
+        return None if value in choices else P_NOT_CHOICE
+    return Rule(check, accepts_choice(choices))
+
+
+def _string_list():
+    def check(value):
+        if isinstance(value, str):
+            return P_STRING_NOT_LIST
+        if not isinstance(value, list):
+            return P_NOT_LIST
+        for item in value:
+            if not isinstance(item, (str, int)) or isinstance(item, bool) or _CONTROL.search(str(item)):
+                return P_MULTILINE if isinstance(item, str) else P_NOT_STRING
+        return None
+    return Rule(check, ACCEPT_STRING_LIST)
+
+
+def _mapping():
+    return Rule(lambda value: None if isinstance(value, dict) else P_NOT_MAPPING, ACCEPT_MAPPING)
+
+
+def _env():
+    def check(value):
+        if not isinstance(value, dict):
+            return P_NOT_MAPPING
+        for key, item in value.items():
+            if not isinstance(key, str) or not _ENV_NAME_RE.match(key):
+                return P_BAD_ENV
+            if isinstance(item, (dict, list)) or (item is not None and _CONTROL.search(str(item))):
+                return P_BAD_ENV
+        return None
+    return Rule(check, ACCEPT_ENV)
+
+
+def _ifname():
+    def check(value):
+        if not isinstance(value, str):
+            return P_NOT_STRING
+        return None if _IFNAME_RE.match(value) else P_MULTILINE if _CONTROL.search(value) else P_NOT_CHOICE
+    return Rule(check, ACCEPT_IFNAME)
+
+
+def is_quantity(value):
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, (int, float)):
+        return value >= 0
+    return isinstance(value, str) and bool(_QUANTITY_RE.match(value))
+
+
+def _quantity():
+    return Rule(lambda value: None if is_quantity(value) else P_BAD_QUANTITY, ACCEPT_QUANTITY)
+
+
+def _resources():
+    def check(value):
+        if not isinstance(value, dict):
+            return P_NOT_MAPPING
+        for section, amounts in value.items():
+            if section not in ('limits', 'requests') or not isinstance(amounts, dict):
+                return P_NOT_MAPPING
+            for name, amount in amounts.items():
+                if not isinstance(name, str) or not DNS_SUBDOMAIN_RE.match(name.split('/')[-1].lower()):
+                    return P_NOT_MAPPING
+                if not is_quantity(amount):
+                    return P_BAD_QUANTITY
+        return None
+    return Rule(check, ACCEPT_RESOURCES)
+
+
+def _octal_mode():
+    def check(value):
+        if not isinstance(value, str):
+            return P_NOT_STRING
+        return None if re.match(r'^0?[0-7]{3,4}$', value) else P_NOT_CHOICE
+    return Rule(check, ACCEPT_OCTAL_MODE)
+
+
+# ---- the variables ------------------------------------------------------------------------------
+
+_DAY = 86400
+_WEEK = 7 * _DAY
+_ID = 2 ** 31 - 1
+
+RULES = {
+    # Hosts
+    'ansible_host': _host_address(),
+    'ansible_port': _port(),
+    # The deployment groups (group vars of nim_nodes; the planner checks what they mean together)
+    'nim_deployment_mode': _choice(('docker', 'kubernetes')),
+    'nim_launch_contract': _choice(('mpi', 'ray', 'leader_address', 'auto')),
+    'nim_image': _image(),
+    'nim_image_tag': _image_tag(),
+    # A model name, or a mapping describing its shape (nim_models checks the keys).
+    'nim_model': Rule(lambda value: None if isinstance(value, dict) else _string().check(value),
+                      ACCEPT_STRING + ' (a model name), or a mapping describing the model'),
+    'nim_model_profile': _string(),
+    'nim_precision': _string(),
+    'nim_interconnect': _string(),
+    'nim_network_profile': _string(),
+    'nim_log_level': _string(),
+    'nim_tensor_parallel': _int_check(1, 128),
+    'nim_pipeline_parallel': _int_check(1, 64),
+    'nim_gpus_per_node': _int_check(1, 64),
+    'nim_gpu_memory_gb': _number_check(1, 4096),
+    'nim_network_devices_per_gpu': _int_check(1, 16),
+    'nim_shm_size_gb': _int_check(1, 4096),
+    'nim_mpi_start_timeout': _int_check(1, _DAY),
+    'nim_k8s_replicas': _int_check(1, 1000),
+    'nim_k8s_autoscaling': _bool(),
+    'nim_k8s_namespace': _dns(DNS_LABEL_RE, ACCEPT_DNS_LABEL),
+    'nim_socket_ifname': _ifname(),
+    'nim_extra_env': _env(),
+    'nim_cache_path': _path('owned'),
+    'nim_api_port': _port(not_sshd=True),
+    'nim_ssh_port': _port(not_sshd=True),
+    'nim_ray_port': _port(not_sshd=True),
+    'nim_master_port': _port(not_sshd=True),
+    'nim_api_allowed_cidrs': _sources(True, False, ACCEPT_CIDRS),
+    'nim_allow_partial_group': _bool(),
+    'nim_group_firewall': _bool(),
+    'nim_ray_auth': Rule(lambda v: None if v is False or (isinstance(v, str) and v.lower() in ('token', 'off', 'false'))
+                         else P_NOT_CHOICE, accepts_choice(('token', 'off'))),
+    'nim_ngc_api_key': _secret(),
+    # docker
+    'docker_install_source': _choice(('auto', 'docker', 'distribution')),
+    'docker_repo_url': _https(False),
+    'docker_repo_gpg_key_url': _https(),
+    'docker_data_root': _path('owned', empty_ok=True),
+    'docker_log_max_file': _int_check(1, 100),
+    'docker_limit_nofile': _int_check(1024, 2 ** 30),
+    'docker_start_timeout': _int_check(1, 3600),
+    # nvidia_driver, nvidia_container_toolkit, rdma: package repositories over https only
+    'nvidia_driver_branch': _string(empty_ok=False),
+    'nvidia_driver_repo_base_url': _https(False),
+    'nvidia_driver_repo_url': _https(),
+    'nvidia_driver_repo_key_url': _https(),
+    'nvidia_driver_epel_base_url': _https(False),
+    'nvidia_driver_epel_repo_url': _https(),
+    'nvidia_driver_epel_key_url': _https(),
+    'nvidia_driver_reboot_timeout': _int_check(60, _DAY),
+    'nvidia_driver_imex_nodes': _string_list(),
+    'nvidia_container_toolkit_repo_base_url': _https(False),
+    'nvidia_container_toolkit_repo_url': _https(),
+    'nvidia_container_toolkit_repo_key_url': _https(),
+    'rdma_doca_repo_url': _https(False),
+    'rdma_doca_gpg_key_url': _https(),
+    'rdma_min_active_ports': _int_check(0, 64),
+    # nfs
+    'nfs_export_path': _path('owned'),
+    'nfs_mount_path': _path('owned'),
+    'nfs_export_cidrs': _sources(False, False, ACCEPT_SOURCES_NO_WORLD),
+    'nfs_cache_owner_uid': _int_check(0, _ID),
+    'nfs_cache_owner_gid': _int_check(0, _ID),
+    'nfs_cache_mode': _octal_mode(),
+    'nfs_write_test_timeout': _int_check(1, 3600),
+    # ssh_mesh
+    'ssh_mesh_dir': _path('owned'),
+    'ssh_mesh_port': _port(not_sshd=True),
+    'ssh_mesh_container_uid': _int_check(0, _ID),
+    'ssh_mesh_container_gid': _int_check(0, _ID),
+    'ssh_mesh_key_size': _int_check(2048, 16384),
+    'ssh_mesh_authorized_extra_sources': _sources(False, True, ACCEPT_SSH_SOURCES),
+    # nim_firewall
+    'nim_firewall_api_allowed_cidrs': _sources(True, False, ACCEPT_CIDRS),
+    'nim_firewall_extra_member_sources': _sources(False, False, ACCEPT_SOURCES_NO_WORLD),
+    'nim_firewall_management_ports': _port_list(),
+    'nim_firewall_ephemeral_ports': _port_range(),
+    'nim_firewall_mpi_ports': _port_range(),
+    'nim_firewall_ray_ports': _port_list(),
+    'nim_firewall_ray_worker_ports': _port_range(),
+    'nim_firewall_rules_file': _path('file'),
+    # nim_docker
+    'nim_docker_config_dir': _path('owned'),
+    'nim_docker_mesh_dir': _path('owned'),
+    'nim_docker_image_staging_dir': _path('owned'),
+    'nim_docker_container_prefix': _dns(DNS_LABEL_RE, ACCEPT_DNS_LABEL),
+    'nim_docker_container_uid': _int_check(0, _ID),
+    'nim_docker_container_gid': _int_check(0, _ID),
+    'nim_docker_registry': _string(empty_ok=False),
+    'nim_docker_ngc_api_key': _secret(),
+    'nim_docker_transfer_timeout': _int_check(1, _WEEK),
+    'nim_docker_transfer_poll_interval': _int_check(1, 3600),
+    'nim_docker_worker_timeout': _int_check(1, _DAY),
+    'nim_docker_ready_timeout': _int_check(0, _WEEK),
+    'nim_docker_ready_interval': _int_check(1, 3600),
+    'nim_docker_log_lines': _int_check(0, 100000),
+    'nim_docker_smoke_max_tokens': _int_check(1, 100000),
+    'nim_docker_smoke_timeout': _int_check(1, _DAY),
+    'nim_docker_ulimits': _string_list(),
+    'nim_docker_download_command': _string_list(),
+    # doctor
+    'doctor_report_dir': _path('controller'),
+    'doctor_mesh_dir': _path('owned'),
+    'doctor_ssh_probe_port': _port(not_sshd=True),
+    'doctor_port_range': _port_range(),
+    'doctor_ray_ports': _port_list(),
+    'doctor_port_sample': _int_check(0, 1000),
+    'doctor_connect_timeout': _int_check(1, 600),
+    'doctor_task_timeout': _int_check(1, 3600),
+    'doctor_nccl_test_timeout': _int_check(1, _DAY),
+    # Kubernetes
+    'nim_k8s_render_dir': _path('controller', empty_ok=True),
+    'nim_k8s_ssh_key_dir': _path('controller'),
+    'nim_k8s_ngc_api_key': _secret(),
+    'nim_k8s_auth_secret': _dns(DNS_SUBDOMAIN_RE, ACCEPT_DNS_SUBDOMAIN),
+    'nim_k8s_pull_secret': _dns(DNS_SUBDOMAIN_RE, ACCEPT_DNS_SUBDOMAIN),
+    'nim_k8s_pvc_name': _dns(DNS_SUBDOMAIN_RE, ACCEPT_DNS_SUBDOMAIN, empty_ok=True),
+    'nim_k8s_storage_class': _dns(DNS_SUBDOMAIN_RE, ACCEPT_DNS_SUBDOMAIN, empty_ok=True),
+    'nim_k8s_storage_size': _quantity(),
+    'nim_k8s_resources': _resources(),
+    'nim_k8s_node_selector': _mapping(),
+    'nim_k8s_user_id': _int_check(0, _ID),
+    'nim_k8s_group_id': _int_check(0, _ID),
+    'nim_k8s_startup_timeout': _int_check(0, _WEEK),
+    'nim_k8s_probe_period': _int_check(1, 3600),
+    'nim_k8s_smoke_timeout': _int_check(1, _DAY),
+    'lws_namespace': _dns(DNS_LABEL_RE, ACCEPT_DNS_LABEL),
+    'lws_render_dir': _path('controller', empty_ok=True),
+    'lws_wait_timeout': _int_check(1, _DAY),
+    'nim_operator_namespace': _dns(DNS_LABEL_RE, ACCEPT_DNS_LABEL),
+    'nim_operator_helm_repo_url': _https(False),
+    'nim_operator_render_dir': _path('controller', empty_ok=True),
+    'nim_operator_wait_timeout': _int_check(1, _DAY),
+    'volcano_namespace': _dns(DNS_LABEL_RE, ACCEPT_DNS_LABEL),
+    'volcano_helm_repo_url': _https(False),
+    'volcano_render_dir': _path('controller', empty_ok=True),
+    'volcano_wait_timeout': _int_check(1, _DAY),
+}
+CHECKED_VARIABLES = tuple(sorted(RULES))
+
+
+def show(value, secret=False):
+    """The value as a message shows it: escaped (a newline stays visible), short, never a secret."""
+    if secret:
+        return '<hidden>'
+    if isinstance(value, str):
+        text = json.dumps(value)
+    else:
+        try:
+            text = json.dumps(value, sort_keys=True, default=str)
+        except (TypeError, ValueError):
+            text = repr(value)
+    return text if len(text) <= 80 else text[:77] + '...'
+
+
+def check_value(name, value):
+    """The problem text of one variable's value, or None (also for variables without a rule)."""
+    rule = RULES.get(name)
+    if rule is None or value is None:
+        return None
+    return rule.check(value)
+
+
+def _where(hosts, group_of, members):
+    """Name the hosts of one finding: a whole deployment group by its name, else the hosts."""
+    groups = sorted(set(group_of.get(h) for h in hosts if group_of.get(h) is not None))
+    if len(groups) == 1 and set(hosts) == set(members.get(groups[0], ())) and len(hosts) > 1:
+        label = "group '%s' (hosts %s)" % (groups[0], _list(hosts))
+    else:
+        label = '%s %s' % ('host' if len(hosts) == 1 else 'hosts', _list(hosts))
+    return label
+
+
+def _list(hosts, limit=6):
+    if len(hosts) <= limit:
+        return ', '.join(hosts)
+    return '%s and %d more' % (', '.join(hosts[:limit]), len(hosts) - limit)
+
+
+def check_inputs(hosts, host_vars, group_of=None):
+    """Check every variable with a rule on every host; return the problems, one per wrong value.
+
+    hosts: the hosts in inventory order. host_vars: {host: {variable: value}} with the variables
+    the inventory or -e sets (only names in RULES are read). group_of: {host: nim_group}, to name a
+    whole deployment group instead of its hosts.
+    """
+    group_of = group_of or {}
+    members = {}
+    for host in hosts:
+        members.setdefault(group_of.get(host), []).append(host)
+    findings = {}
+    order = []
+    for host in hosts:
+        hvars = host_vars.get(host) or {}
+        for name in CHECKED_VARIABLES:
+            if name not in hvars:
+                continue
+            rule = RULES[name]
+            value = hvars[name]
+            problem = check_value(name, value)
+            if problem is None:
+                continue
+            key = (name, show(value, rule.secret), problem)
+            if key not in findings:
+                findings[key] = []
+                order.append(key)
+            findings[key].append(host)
+    problems = []
+    for key in order:
+        name, shown, problem = key
+        problems.append('%s: %s=%s %s; accepted: %s'
+                        % (_where(findings[key], group_of, members), name, shown, problem, RULES[name].accepts))
+    return problems

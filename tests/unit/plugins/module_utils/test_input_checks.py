@@ -1,0 +1,208 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, nimstack maintainers
+# SPDX-License-Identifier: Apache-2.0
+"""input_checks: the type, range and format of every public variable, refused on the controller."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import os
+import re
+
+import pytest
+import yaml
+
+from ansible_collections.nimstack.multinode.plugins.module_utils import input_checks
+from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import (
+    PROBLEMS, RULES, check_inputs, check_value, image_reference)
+from ansible_collections.nimstack.multinode.plugins.module_utils.inventory_checks import check_inventory
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+DIGEST = 'sha256:' + 'a' * 64
+
+# (variable, value, problem) for values that must be refused ...
+REFUSED = [
+    ('ansible_host', '10.0.0.12\nevil.example.com', input_checks.P_BAD_ADDRESS),
+    ('ansible_host', '10.0.0.12 ', input_checks.P_BAD_ADDRESS),
+    ('ansible_host', ['10.0.0.12'], input_checks.P_BAD_ADDRESS),
+    ('ansible_port', 70000, input_checks.P_OUT_OF_RANGE),
+    ('nim_cache_path', '/', input_checks.P_SYSTEM_DIR),
+    ('nim_cache_path', '/var/', input_checks.P_SYSTEM_DIR),
+    ('nim_cache_path', '//etc', input_checks.P_SYSTEM_DIR),
+    ('nim_cache_path', '/home/../opt', input_checks.P_SYSTEM_DIR),
+    ('nim_cache_path', 'cache', input_checks.P_NOT_ABSOLUTE),
+    ('nim_cache_path', '/proc/1/root', input_checks.P_VIRTUAL_TREE),
+    ('nim_cache_path', ['/data'], input_checks.P_NOT_STRING),
+    ('nfs_export_path', '/srv', input_checks.P_SYSTEM_DIR),
+    ('ssh_mesh_dir', '/etc', input_checks.P_SYSTEM_DIR),
+    ('nim_docker_config_dir', '/etc/nimstack\n', input_checks.P_MULTILINE),
+    ('nim_k8s_render_dir', '/', input_checks.P_SYSTEM_DIR),
+    ('nim_k8s_render_dir', '/home', input_checks.P_SYSTEM_DIR),
+    ('nim_api_allowed_cidrs', '10.0.0.0/8', input_checks.P_STRING_NOT_LIST),
+    ('nim_api_allowed_cidrs', ['*'], input_checks.P_WORLD),
+    ('nim_api_allowed_cidrs', ['10.0.0.0/33'], input_checks.P_NOT_NETWORK),
+    ('nim_api_allowed_cidrs', ['10.0.0.0/8 '], input_checks.P_NOT_NETWORK),
+    ('nim_firewall_extra_member_sources', ['0.0.0.0/0'], input_checks.P_WORLD),
+    ('nim_firewall_extra_member_sources', ['::/0'], input_checks.P_WORLD),
+    ('nim_firewall_extra_member_sources', ['gpu-9.example.com'], input_checks.P_NOT_NETWORK),
+    ('ssh_mesh_authorized_extra_sources', ['*'], input_checks.P_WORLD),
+    ('ssh_mesh_authorized_extra_sources', ['10.*'], input_checks.P_WORLD),
+    ('ssh_mesh_authorized_extra_sources', ['0.0.0.0/0'], input_checks.P_WORLD),
+    ('ssh_mesh_authorized_extra_sources', '10.0.0.5', input_checks.P_STRING_NOT_LIST),
+    ('nfs_export_cidrs', ['0.0.0.0/0'], input_checks.P_WORLD),
+    ('nim_ssh_port', 22, input_checks.P_SSHD_PORT),
+    ('nim_ssh_port', '22', input_checks.P_SSHD_PORT),
+    ('ssh_mesh_port', 22, input_checks.P_SSHD_PORT),
+    ('nim_api_port', 0, input_checks.P_OUT_OF_RANGE),
+    ('nim_api_port', 65536, input_checks.P_OUT_OF_RANGE),
+    ('nim_api_port', True, input_checks.P_BOOL_AS_INT),
+    ('nim_api_port', 8000.5, input_checks.P_NOT_INT),
+    ('nim_firewall_mpi_ports', [2047, 1024], input_checks.P_OUT_OF_RANGE),
+    ('nim_firewall_ray_ports', '8265', input_checks.P_STRING_NOT_LIST),
+    ('nim_image_tag', 1.1, input_checks.P_TAG_NUMBER),
+    ('nim_image_tag', 2, input_checks.P_TAG_NUMBER),
+    ('nim_image_tag', '1.10 ', input_checks.P_BAD_TAG),
+    ('nim_image_tag', 'sha256:abc', input_checks.P_BAD_TAG),
+    ('nim_image', 'nvcr.io/nim/meta/llama:1.10', input_checks.P_TAG_IN_IMAGE),
+    ('nim_image', 'nvcr.io/nim/meta/llama@' + DIGEST, input_checks.P_TAG_IN_IMAGE),
+    ('nim_image', 'nvcr.io/NIM/Llama', input_checks.P_BAD_IMAGE),
+    ('nim_image', ['nvcr.io/nim/meta/llama'], input_checks.P_NOT_STRING),
+    ('nim_k8s_namespace', 'My_Namespace', input_checks.P_BAD_DNS),
+    ('nim_k8s_namespace', 'a' * 64, input_checks.P_BAD_DNS),
+    ('nim_k8s_replicas', 200000, input_checks.P_OUT_OF_RANGE),
+    ('nim_k8s_replicas', 2 ** 70, input_checks.P_OUT_OF_RANGE),
+    ('nim_tensor_parallel', '8 GPUs', input_checks.P_NOT_INT),
+    ('nim_shm_size_gb', False, input_checks.P_BOOL_AS_INT),
+    ('nim_gpu_memory_gb', float('nan'), input_checks.P_NOT_NUMBER),
+    ('nim_gpu_memory_gb', 10 ** 400, input_checks.P_OUT_OF_RANGE),
+    ('nim_k8s_storage_size', '1 TB', input_checks.P_BAD_QUANTITY),
+    ('nim_k8s_resources', {'limits': {'memory': 'lots'}}, input_checks.P_BAD_QUANTITY),
+    ('nim_k8s_resources', {'limit': {'memory': '1Gi'}}, input_checks.P_NOT_MAPPING),
+    ('nvidia_driver_repo_url', 'http://mirror.example.com/cuda', input_checks.P_NOT_HTTPS),
+    ('nvidia_driver_repo_key_url', 'ftp://mirror.example.com/key', input_checks.P_NOT_HTTPS),
+    ('docker_repo_url', '', input_checks.P_NOT_HTTPS),
+    ('nim_ngc_api_key', 'nvapi-abc\nNIM_EXTRA=1', input_checks.P_SECRET_CHARS),
+    ('nim_ngc_api_key', 'nvapi abc', input_checks.P_SECRET_CHARS),
+    ('nim_ngc_api_key', ['nvapi-abc'], input_checks.P_NOT_STRING),
+    ('nim_extra_env', {'NCCL_DEBUG': 'INFO\nNGC_API_KEY=x'}, input_checks.P_BAD_ENV),
+    ('nim_extra_env', {'NCCL DEBUG': 'INFO'}, input_checks.P_BAD_ENV),
+    ('nim_extra_env', ['NCCL_DEBUG=INFO'], input_checks.P_NOT_MAPPING),
+    ('nim_socket_ifname', 'eth0 eth1', input_checks.P_NOT_CHOICE),
+    ('nim_deployment_mode', 'swarm', input_checks.P_NOT_CHOICE),
+    ('nim_k8s_autoscaling', 'maybe', input_checks.P_NOT_BOOL),
+    ('nim_model', 'meta/llama\n', input_checks.P_MULTILINE),
+    ('nim_docker_ulimits', 'memlock:-1:-1', input_checks.P_STRING_NOT_LIST),
+    ('nfs_cache_mode', 775, input_checks.P_NOT_STRING),
+]
+
+# ... and values that must pass.
+ACCEPTED = [
+    ('ansible_host', '10.0.0.12'), ('ansible_host', 'gpu-1.example.com'), ('ansible_host', 'fd00::12'),
+    ('nim_cache_path', '/var/lib/nim/cache'), ('nim_cache_path', '/mnt/models'), ('nim_cache_path', '/data'),
+    ('nim_k8s_render_dir', 'out'), ('nim_k8s_render_dir', ''), ('doctor_report_dir', '~/.cache/nimstack/doctor'),
+    ('nim_api_allowed_cidrs', ['0.0.0.0/0']), ('nim_api_allowed_cidrs', []),
+    ('nim_firewall_extra_member_sources', ['10.0.0.0/16', '192.168.1.5']),
+    ('ssh_mesh_authorized_extra_sources', ['bastion.example.com', '10.1.0.0/24']),
+    ('nim_ssh_port', 2222), ('nim_ssh_port', '2222'), ('ansible_port', 22), ('nim_firewall_management_ports', [22]),
+    ('nim_image_tag', '1.10'), ('nim_image_tag', 'latest'), ('nim_image_tag', DIGEST),
+    ('nim_image', 'nvcr.io/nim/meta/llama-3.1-405b-instruct'), ('nim_image', 'localhost:5000/nim/standin'),
+    ('nim_k8s_namespace', 'nim-prod'), ('nim_k8s_replicas', 1000), ('nim_k8s_replicas', '2'),
+    ('nim_gpu_memory_gb', 80), ('nim_gpu_memory_gb', 141.5), ('nim_k8s_storage_size', '1Ti'),
+    ('nim_k8s_resources', {'limits': {'memory': '512Gi', 'nvidia.com/gpu': 8}}),
+    ('nvidia_driver_repo_url', ''), ('nvidia_driver_repo_url', 'https://mirror.example.com/cuda'),
+    ('nim_ngc_api_key', 'nvapi-0123456789abcdef'), ('nim_ngc_api_key', ''),
+    ('nim_extra_env', {'NCCL_DEBUG': 'INFO', 'NIM_MAX_MODEL_LEN': 8192, 'FLAG': True}),
+    ('nim_socket_ifname', '^lo,docker'), ('nim_k8s_autoscaling', 'false'), ('nfs_cache_mode', '0775'),
+    ('nim_ray_auth', False), ('nim_ray_auth', 'token'), ('unknown_variable', object()),
+]
+
+
+@pytest.mark.parametrize('name,value,problem', REFUSED, ids=['%s-%d' % (c[0], i) for i, c in enumerate(REFUSED)])
+def test_refused(name, value, problem):
+    assert check_value(name, value) == problem
+
+
+@pytest.mark.parametrize('name,value', ACCEPTED, ids=['%s-%d' % (c[0], i) for i, c in enumerate(ACCEPTED)])
+def test_accepted(name, value):
+    assert check_value(name, value) is None
+
+
+def test_a_group_value_is_named_once_for_the_group_and_a_host_value_for_its_host():
+    hosts = ['gpu-1', 'gpu-2', 'gpu-3']
+    host_vars = {
+        'gpu-1': {'nim_cache_path': '/', 'ansible_host': '10.0.0.11'},
+        'gpu-2': {'nim_cache_path': '/', 'ansible_host': '10.0.0.12\nevil'},
+        'gpu-3': {'nim_cache_path': '/', 'nim_k8s_replicas': 200000},
+    }
+    problems = check_inputs(hosts, host_vars, dict.fromkeys(hosts, 'llama'))
+    assert problems == [
+        "group 'llama' (hosts gpu-1, gpu-2, gpu-3): nim_cache_path=\"/\" is a system directory, not one dedicated "
+        "to the collection; accepted: " + input_checks.ACCEPT_OWNED_DIR,
+        'host gpu-2: ansible_host="10.0.0.12\\nevil" is not a host name or IP address; accepted: '
+        + input_checks.ACCEPT_HOST_ADDRESS,
+        "host gpu-3: nim_k8s_replicas=200000 is out of range; accepted: a whole number from 1 to 1000",
+    ]
+
+
+def test_the_key_is_never_shown():
+    problems = check_inputs(['gpu-1'], {'gpu-1': {'nim_ngc_api_key': 'nvapi-SECRET\nX=1'}})
+    assert problems == ['host gpu-1: nim_ngc_api_key=<hidden> ' + input_checks.P_SECRET_CHARS
+                        + '; accepted: ' + input_checks.ACCEPT_SECRET]
+    assert 'SECRET' not in problems[0]
+
+
+def test_a_float_tag_says_to_quote_it():
+    problem = check_inputs(['a'], {'a': {'nim_image_tag': 1.1}})[0]
+    assert 'nim_image_tag=1.1 is a number, not a string' in problem and 'quote the tag' in problem
+
+
+def test_long_values_are_shortened_and_many_hosts_summed_up():
+    hosts = ['gpu-%d' % i for i in range(10)]
+    problems = check_inputs(hosts, dict((h, {'nim_model': 'x' * 200 + '\n'}) for h in hosts))
+    assert len(problems) == 1
+    assert 'hosts gpu-0, gpu-1, gpu-2, gpu-3, gpu-4, gpu-5 and 4 more' in problems[0]
+    assert '...' in problems[0] and len(problems[0]) < 300
+
+
+def test_check_inventory_adds_the_input_checks_and_the_nfs_server():
+    problems = check_inventory({'nim_nodes': ['gpu-1']}, {'gpu-1': {}}, '2.19.0',
+                               input_vars={'gpu-1': {'nim_ssh_port': 22}, 'nfs-1': {'nfs_export_path': '/'}})
+    assert [p.split(':')[0] for p in problems] == ['host gpu-1', 'host nfs-1']
+    assert check_inventory({'nim_nodes': ['gpu-1']}, {'gpu-1': {}}, '2.19.0',
+                           input_vars={'gpu-1': {'nim_ssh_port': 2222}}) == []
+
+
+@pytest.mark.parametrize('tag,reference', [('1.10', 'nvcr.io/nim/x:1.10'), (DIGEST, 'nvcr.io/nim/x@' + DIGEST)])
+def test_image_reference(tag, reference):
+    assert image_reference('nvcr.io/nim/x', tag) == reference
+
+
+def test_every_problem_and_accepted_text_is_in_the_troubleshooting_page():
+    with open(os.path.join(REPO, 'docs', 'troubleshooting.md')) as handle:
+        page = re.sub(r'\s+', ' ', handle.read())
+    for problem in PROBLEMS:
+        assert problem in page, problem
+    for rule in RULES.values():
+        assert re.sub(r'\s+', ' ', rule.accepts.replace(', or empty', '')) in page, rule.accepts
+
+
+def _public_variables():
+    names = set()
+    for role in os.listdir(os.path.join(REPO, 'roles')):
+        path = os.path.join(REPO, 'roles', role, 'meta', 'argument_specs.yml')
+        if os.path.exists(path):
+            with open(path) as handle:
+                for spec in yaml.safe_load(handle)['argument_specs'].values():
+                    names.update(spec.get('options') or {})
+    return names
+
+
+def test_every_rule_names_a_public_variable_or_an_inventory_wide_one():
+    public = _public_variables()
+    inventory_wide = {'ansible_host', 'ansible_port', 'nim_ngc_api_key', 'nim_api_allowed_cidrs', 'nim_ray_auth',
+                      'nim_allow_partial_group', 'nim_group_firewall'}
+    with open(os.path.join(REPO, 'playbooks', 'vars', 'nim_plan.yml')) as handle:
+        inventory_wide.update(yaml.safe_load(handle)['nim_plan_settings'])
+    assert sorted(set(RULES) - public - inventory_wide) == []
+    # Every setting the planner reads has a rule.
+    assert sorted(inventory_wide - set(RULES)) == []
