@@ -39,6 +39,7 @@ BASE_KEY = 'nvapi-suite-base-key-0123456789'
 SECRET_MARKS = (BASE_KEY, 'SUITE-SECRET')
 NODES = {'gpu-1': {'ansible_host': '10.255.0.1'}, 'gpu-2': {'ansible_host': '10.255.0.2'}}
 NFS = {'nfs-1': {'ansible_host': '10.255.0.9'}}
+DOOR = {'door-1': {'ansible_host': '10.255.0.10'}}
 BASE_VARS = {
     'nim_deployment_mode': 'docker',
     'nim_image': 'nvcr.io/nim/meta/llama-3.1-405b-instruct',
@@ -67,7 +68,10 @@ def write_inventory(case, folder):
         nodes[host].update(values)
     nfs = json.loads(json.dumps(NFS))
     nfs['nfs-1'].update(case.get('nfs_vars') or {})
-    inventory = {'all': {'children': {'nim_nodes': {'hosts': nodes or None}, 'nfs_server': {'hosts': nfs}}}}
+    door = json.loads(json.dumps(DOOR))
+    door['door-1'].update(case.get('frontend_vars') or {})
+    inventory = {'all': {'children': {'nim_nodes': {'hosts': nodes or None}, 'nfs_server': {'hosts': nfs},
+                                      'nim_frontend': {'hosts': door}}}}
     group_vars = dict(BASE_VARS)
     group_vars.update(case.get('vars') or {})
     # What raw sets is YAML's own reading of the text, so the base must not set it too.

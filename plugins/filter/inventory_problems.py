@@ -44,7 +44,7 @@ def _inputs(hostvars, host):
 def inventory_problems(hostvars, groups, ansible_version, node_group=DEFAULT_NODE_GROUP,
                        default_group='default', min_version=DEFAULT_MIN_VERSION,
                        max_version=DEFAULT_MAX_VERSION, supported_os=None, check_os=True,
-                       check_inputs=True, input_groups=('nfs_server',)):
+                       check_inputs=True, input_groups=('nfs_server', 'nim_frontend')):
     if not isinstance(ansible_version, str):
         raise AnsibleFilterError('inventory_problems: ansible_version must be a string such as '
                                  'ansible_version.full, got %r' % (ansible_version,))

@@ -543,6 +543,17 @@ RULES = {
     'nim_ray_auth': Rule(lambda v: None if v is False or (isinstance(v, str) and v.lower() in ('token', 'off', 'false'))
                          else P_NOT_CHOICE, accepts_choice(('token', 'off'))),
     'nim_ngc_api_key': _secret(),
+    # nim_frontend (hosts of group nim_frontend) and the model a group serves behind it
+    'nim_frontend_model': _string(),
+    'nim_frontend_port': _port(not_sshd=True),
+    'nim_frontend_bind_address': _host_address(),
+    'nim_frontend_api_allowed_cidrs': _sources(True, False, ACCEPT_CIDRS),
+    'nim_frontend_check_interval_s': _int_check(1, 3600),
+    'nim_frontend_check_fall': _int_check(1, 100),
+    'nim_frontend_check_rise': _int_check(1, 100),
+    'nim_frontend_retries': _int_check(0, 10),
+    'nim_frontend_timeout_s': _int_check(1, _DAY),
+    'nim_frontend_config_dir': _path('owned'),
     # docker
     'docker_install_source': _choice(('auto', 'docker', 'distribution')),
     'docker_repo_url': _https(False),
