@@ -90,6 +90,7 @@ attributes:
   platform:
     support: full
     platforms: posix
+    description: Reads and changes the file system of the host it runs on.
 notes:
   - Labelled containers are checked with the filter P(nimstack.multinode.nim_container_owner#filter).
 '''
