@@ -11,7 +11,10 @@
 #   5. a worker rank killed after the rollout is restarted by its restart policy and the
 #      endpoint is ready again (bounded wait); the next run restarts the group as a whole, naming
 #      the rank that died, and the run after it changes nothing;
-#   6. teardown.yml leaves no container, key or file behind.
+#   6. teardown.yml leaves no container, key or file behind, and removes nothing it did not make:
+#      a container of a rank's (and of the downloader's) name without the collection's labels, a
+#      directory beside the mesh group directories, a staging directory and a ruleset file
+#      without the collection's marker, a registry login of the site all stay, reported.
 # Every wait is bounded; timings are printed.
 #
 #   scripts/test-docker-path.sh               the whole test
@@ -140,8 +143,39 @@ probe_ready || fail "not ready after the re-run with $w back"
 log_says "$logs/worker-back.log" 'restarting the whole group' || fail "the re-run did not say it restarted the group"
 echo "   re-run with $w back: ready, the group restarted as a whole"
 
-step "teardown leaves nothing behind"
-PLAYBOOK=playbooks/teardown.yml play "$logs/teardown.log" || fail "teardown (see $logs/teardown.log)"
+step "teardown removes what the collection made, and nothing else"
+# Things of the site with the names the collection uses, none carrying its mark.
+w0=${workers[0]} w1=${workers[1]}
+site_login='{"auths": {"nvcr.io": {"auth": "c2l0ZTpzaXRl"}}}'
+on "$leader" sh -c 'mkdir -p /etc/nimstack/mesh/site-notes && echo site >/etc/nimstack/mesh/site-notes/keep.txt'
+on "$w0" docker run -d --name "$container-download" --label site=yes --entrypoint sleep "$image" 3600 >/dev/null
+on "$w0" sh -c 'printf "table inet site {}\n" >/etc/nimstack/nftables-nimstack.nft'
+on "$w0" sh -c "mkdir -p /root/.docker && printf '%s\n' '$site_login' >/root/.docker/config.json"
+on "$w1" docker rm -f "$container" >/dev/null
+on "$w1" docker run -d --name "$container" --label site=yes --entrypoint sleep "$image" 3600 >/dev/null
+on "$w1" sh -c 'mkdir -p /var/tmp/nimstack-images && echo site >/var/tmp/nimstack-images/site.txt'
+# An image from a registry (its key only passes the preflight), so that teardown decides about
+# the registry login too.
+PLAYBOOK=playbooks/teardown.yml play "$logs/teardown.log" -e nim_docker_image_archive= -e nim_ngc_api_key=unused \
+  || fail "teardown (see $logs/teardown.log)"
+for c in "$w0:$container-download" "$w1:$container"; do
+  (($(on "${c%%:*}" docker ps -q --filter "name=^${c#*:}\$" --filter label=site=yes | wc -l) == 1)) \
+    || fail "${c%%:*}: the site's container ${c#*:} was removed"
+  log_says "$logs/teardown.log" "the container ${c#*:} on ${c%%:*} is not a container of deployment group default .* teardown left it as it is" \
+    || fail "teardown did not report the site's container ${c#*:} on ${c%%:*}"
+done
+[[ $(on "$leader" cat /etc/nimstack/mesh/site-notes/keep.txt) == site ]] || fail "$leader: the site's directory beside the mesh went"
+[[ $(on "$leader" ls -A /etc/nimstack/mesh | tr '\n' ' ') == '.nimstack-managed site-notes ' ]] \
+  || fail "$leader: the mesh directory holds $(on "$leader" ls -A /etc/nimstack/mesh)"
+[[ $(on "$w0" cat /etc/nimstack/nftables-nimstack.nft) == 'table inet site {}' ]] || fail "$w0: the site's ruleset file went"
+on "$w0" grep -q c2l0ZTpzaXRl /root/.docker/config.json || fail "$w0: teardown logged the site out of the registry"
+[[ $(on "$w1" cat /var/tmp/nimstack-images/site.txt) == site ]] || fail "$w1: the site's staging directory went"
+echo "   the site's containers, mesh neighbour, ruleset file, staging directory and registry login stayed"
+on "$leader" rm -r /etc/nimstack/mesh
+on "$w0" docker rm -f "$container-download" >/dev/null
+on "$w0" rm /etc/nimstack/nftables-nimstack.nft /root/.docker/config.json
+on "$w1" docker rm -f "$container" >/dev/null
+on "$w1" rm -r /var/tmp/nimstack-images
 for h in "$leader" "${workers[@]}"; do
   n=$(nim_containers "$h")
   files=$(on "$h" sh -c 'find /etc/nimstack /var/tmp/nimstack-images -mindepth 1 2>/dev/null | wc -l')
