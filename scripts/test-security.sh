@@ -236,6 +236,9 @@ why=$(on "$h2" docker logs nim-a 2>&1 | grep -m1 "correct key but not from a per
 [[ -n "$why" ]] || fail "$h2's sshd did not log that from= refused $h3"
 echo "   from $h3: $(head -1 "$logs/ssh-outsider.log") sshd: ${why##*authorized_keys:}; from $h1: accepted"
 
+step "a daemon.json change that needs dockerd restarts: never both groups down, each serves again"
+scripts/lab/check-rolling-restart.sh "$logs" "$h1,$h4" a="$h1" b="$h3" -- "${play_args[@]}"
+
 step "firewall on again, then teardown.yml"
 PLAYBOOK=playbooks/deploy_docker.yml play_ok "$logs/firewall-on.log" --tags nim_firewall
 for h in "${hosts[@]}"; do has_table "$h" || fail "$h: the firewall did not come back"; done

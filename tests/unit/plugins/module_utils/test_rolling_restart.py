@@ -5,7 +5,6 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import itertools
 import random
 
 import pytest
@@ -58,7 +57,7 @@ def test_only_the_hosts_that_need_it():
 def test_fewest_waves_the_limits_allow():
     # Greedy by members left: a(3) b(1) c(1) with 2 groups at once takes 3 waves, not 4.
     hosts = [['a1', 'a'], ['a2', 'a'], ['a3', 'a'], ['b1', 'b'], ['c1', 'c']]
-    waves = restart_waves(hosts, [h for h, _ in hosts], 2)
+    waves = restart_waves(hosts, [entry[0] for entry in hosts], 2)
     assert waves == [['a1', 'b1'], ['a2', 'c1'], ['a3']]
 
 
@@ -73,13 +72,13 @@ def test_hosts_in_no_group_restart_in_their_own_waves():
 @pytest.mark.parametrize('limit', [1, 2, 3, 5])
 def test_random_inventories_respect_both_limits(limit):
     rng = random.Random(limit)
-    for _ in range(200):
+    for _round in range(200):
         hosts = []
         for g in range(rng.randint(0, 6)):
             hosts += [['g%d-%d' % (g, i), 'g%d' % g] for i in range(rng.randint(1, 5))]
         hosts += [['lone-%d' % i, None] for i in range(rng.randint(0, 3))]
         rng.shuffle(hosts)
-        needing = [h for h, _ in hosts if rng.random() < 0.7]
+        needing = [entry[0] for entry in hosts if rng.random() < 0.7]
         waves = restart_waves(hosts, needing, limit)
         check_waves(hosts, needing, limit, waves)
         sizes = {}
