@@ -10,7 +10,10 @@
 #   4. firewall switched off (its table goes, every other table stays byte-identical): a Ray client
 #      (ray status) without the token is refused, with it answers; the deployment key from a non-member is
 #      refused by the worker's sshd, from a member accepted;
-#   5. firewall on again, then teardown.yml: no table, no ruleset file, no token, no key, and the
+#   5. a daemon.json change only a dockerd restart applies, with live-restore off, on a member of
+#      each group (scripts/lab/check-rolling-restart.sh): probed every second, never both groups
+#      down, each re-forms and serves again; a site's log-driver and default-runtime survive;
+#   6. firewall on again, then teardown.yml: no table, no ruleset file, no token, no key, and the
 #      other tables as before.
 # Every connect and wait is bounded; timings are printed.
 #
