@@ -10,7 +10,10 @@
 #   4. firewall switched off (its table goes, every other table stays byte-identical): a Ray client
 #      (ray status) without the token is refused, with it answers; the deployment key from a non-member is
 #      refused by the worker's sshd, from a member accepted;
-#   5. firewall on again, then teardown.yml: no table, no ruleset file, no token, no key, and the
+#   5. a daemon.json change only a dockerd restart applies, with live-restore off, on a member of
+#      each group (scripts/lab/check-rolling-restart.sh): probed every second, never both groups
+#      down, each re-forms and serves again; a site's log-driver and default-runtime survive;
+#   6. firewall on again, then teardown.yml: no table, no ruleset file, no token, no key, and the
 #      other tables as before.
 # Every connect and wait is bounded; timings are printed.
 #
@@ -235,6 +238,9 @@ on "$h1" timeout 20 ssh -i /etc/nimstack/mesh/a/private.key "${ssh_opts[@]}" "ni
 why=$(on "$h2" docker logs nim-a 2>&1 | grep -m1 "correct key but not from a permitted host (host=$a3" || true)
 [[ -n "$why" ]] || fail "$h2's sshd did not log that from= refused $h3"
 echo "   from $h3: $(head -1 "$logs/ssh-outsider.log") sshd: ${why##*authorized_keys:}; from $h1: accepted"
+
+step "a daemon.json change that needs dockerd restarts: never both groups down, each serves again"
+scripts/lab/check-rolling-restart.sh "$logs" "$h1,$h4" a="$h1" b="$h3" -- "${play_args[@]}"
 
 step "firewall on again, then teardown.yml"
 PLAYBOOK=playbooks/deploy_docker.yml play_ok "$logs/firewall-on.log" --tags nim_firewall

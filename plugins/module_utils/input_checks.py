@@ -540,6 +540,8 @@ RULES = {
     'nim_api_allowed_cidrs': _sources(True, False, ACCEPT_CIDRS),
     'nim_allow_partial_group': _bool(),
     'nim_group_firewall': _bool(),
+    # How many serving groups a restart (dockerd, a driver reload, a reboot) may take down at once.
+    'nim_max_unavailable_groups': _int_check(1, 1000),
     'nim_ray_auth': Rule(lambda v: None if v is False or (isinstance(v, str) and v.lower() in ('token', 'off', 'false'))
                          else P_NOT_CHOICE, accepts_choice(('token', 'off'))),
     'nim_ngc_api_key': _secret(),

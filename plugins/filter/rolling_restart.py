@@ -1,0 +1,39 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, nimstack maintainers
+# SPDX-License-Identifier: Apache-2.0
+"""Filters restart_waves, max_unavailable_problems and docker_daemon_plan (docs in the .yml files)."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.nimstack.multinode.plugins.module_utils import rolling_restart
+
+
+def restart_waves(hosts, needing, max_unavailable_groups=1):
+    try:
+        return rolling_restart.restart_waves([list(h) for h in hosts or []], list(needing or []),
+                                             max_unavailable_groups)
+    except rolling_restart.RestartWaveError as exc:
+        raise AnsibleFilterError('restart_waves: %s' % exc)
+
+
+def max_unavailable_problems(value, name=rolling_restart.MAX_UNAVAILABLE_VAR):
+    return rolling_restart.max_unavailable_problems(value, name)
+
+
+def docker_daemon_plan(current, **settings):
+    try:
+        return rolling_restart.docker_daemon_plan(current, **settings)
+    except (rolling_restart.RestartWaveError, TypeError) as exc:
+        raise AnsibleFilterError('docker_daemon_plan: %s' % exc)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            'restart_waves': restart_waves,
+            'max_unavailable_problems': max_unavailable_problems,
+            'docker_daemon_plan': docker_daemon_plan,
+        }
