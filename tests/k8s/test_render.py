@@ -179,10 +179,11 @@ def test_lws_workers_serve_the_pinned_host_key_and_the_leader_checks_it(renders,
     assert sub_paths[('/ssh-confs/ssh_host_ed25519_key', 'ssh-pk')] == 'ssh_host_ed25519_key'
     assert sub_paths[('/opt/nim/llm/.ssh/config', 'ssh-pk')] == 'config'
     for spec in (leader, worker):
+        expected = {'/opt/nim/llm/pk': None, '/opt/nim/llm/.ssh/config': 'config'}
+        if spec is worker:
+            expected['/ssh-confs/ssh_host_ed25519_key'] = 'ssh_host_ed25519_key'
         assert dict((m['mountPath'], m.get('subPath')) for m in spec['containers'][0]['volumeMounts']
-                    if m['name'] == 'ssh-pk') == {'/opt/nim/llm/pk': None, '/opt/nim/llm/.ssh/config': 'config',
-                                                   **({'/ssh-confs/ssh_host_ed25519_key': 'ssh_host_ed25519_key'}
-                                                      if spec is worker else {})}
+                    if m['name'] == 'ssh-pk') == expected
 
 
 def test_lws_leader_probes_are_sized_for_a_large_model(renders):

@@ -47,18 +47,15 @@ def _tasks(node):
     """Every task of a task list, blocks and plays opened."""
     if isinstance(node, list):
         for item in node:
-            for task in _tasks(item):
-                yield task
+            yield from _tasks(item)
     elif isinstance(node, dict):
         if any(k in node for k in ('tasks', 'pre_tasks', 'post_tasks', 'handlers')) and 'hosts' in node:
             for key in ('pre_tasks', 'tasks', 'post_tasks', 'handlers'):
-                for task in _tasks(node.get(key) or []):
-                    yield task
+                yield from _tasks(node.get(key) or [])
             return
         yield node
         for key in ('block', 'rescue', 'always'):
-            for task in _tasks(node.get(key) or []):
-                yield task
+            yield from _tasks(node.get(key) or [])
 
 
 def _all_tasks():
@@ -166,8 +163,8 @@ def _render(expression, **settings):
     loader = DataLoader()
     variables = {}
     for part in ('defaults', 'vars'):
-        variables.update(loader.load_from_file(os.path.join(REPO, 'roles', 'nim_docker', part, 'main.yml'),
-                                             trusted_as_template=True))
+        path = os.path.join(REPO, 'roles', 'nim_docker', part, 'main.yml')
+        variables.update(loader.load_from_file(path, trusted_as_template=True))
     variables.update(settings)
     templar = Templar(loader=loader, variables=variables)
     return templar.template(trust_as_template('{{ %s }}' % expression))
