@@ -273,8 +273,11 @@ if on "$h3" timeout 20 ssh -i /root/sectest.key "${ssh_opts[@]}" "nim@$a2" true 
 fi
 on "$h3" rm -f /root/sectest.key
 grep -q 'Permission denied' "$logs/ssh-outsider.log" || { cat "$logs/ssh-outsider.log"; fail "the outsider's ssh failed, but not with Permission denied"; }
-on "$h1" timeout 20 ssh -i /etc/nimstack/mesh/a/private.key "${ssh_opts[@]}" "nim@$a2" true \
-  || fail "$h2's sshd refused the deployment key from the member $h1"
+# The key is root's and nimstack-secrets's (0440): root's own ssh takes a 0600 copy of it.
+on "$h1" sh -c 'umask 077; cp /etc/nimstack/mesh/a/private.key /root/sectest-member.key'
+on "$h1" timeout 20 ssh -i /root/sectest-member.key "${ssh_opts[@]}" "nim@$a2" true \
+  || { on "$h1" rm -f /root/sectest-member.key; fail "$h2's sshd refused the deployment key from the member $h1"; }
+on "$h1" rm -f /root/sectest-member.key
 # sshd's own word that from= refused it (the key itself was right).
 why=$(on "$h2" docker logs nim-a 2>&1 | grep -m1 "correct key but not from a permitted host (host=$a3" || true)
 [[ -n "$why" ]] || fail "$h2's sshd did not log that from= refused $h3"
