@@ -257,7 +257,9 @@ if ray_client >"$logs/ray-no-token.log" 2>&1; then tail -5 "$logs/ray-no-token.l
 grep -q 'AuthenticationError' "$logs/ray-no-token.log" || { tail -15 "$logs/ray-no-token.log"; fail "the Ray client failed, but not for want of the token"; }
 echo "   without: $(grep -o 'AuthenticationError.*is missing or incorrect' "$logs/ray-no-token.log" | head -1) ($((SECONDS - t)) s)"
 t=$SECONDS
-ray_client -v "$group_dir/b/ray-token:/run/secrets/t:ro" -e RAY_AUTH_MODE=token -e RAY_AUTH_TOKEN_PATH=/run/secrets/t \
+# A client that holds the token as a rank does: uid 1000 with the group nimstack-secrets (the
+# token is root's and that group's, 0640).
+ray_client --group-add 64910 -v "$group_dir/b/ray-token:/run/secrets/t:ro" -e RAY_AUTH_MODE=token -e RAY_AUTH_TOKEN_PATH=/run/secrets/t \
   >"$logs/ray-token.log" 2>&1 || { tail -15 "$logs/ray-token.log"; fail "a Ray client with the token was refused"; }
 nodes=$(grep -c ' node_' "$logs/ray-token.log" || true)
 ((nodes == 2)) || { cat "$logs/ray-token.log"; fail "with the token, b's head reports $nodes nodes, not 2"; }
