@@ -81,9 +81,10 @@ step "the deployment key stays secret: modes, and absent from every log, -vvv in
 mesh=/etc/nimstack/mesh/default
 prefix=${NIMSTACK_LAB_PREFIX:-nimstack-lab}
 for i in $(seq 1 "$hosts"); do
-  modes=$(docker exec "$prefix-$i" stat -c '%n %a %u' "$mesh/private.key" "$mesh/ssh_host_ed25519_key")
-  grep -qx "$mesh/private.key 400 1000" <<<"$modes" || fail "$prefix-$i: $modes"
-  grep -qx "$mesh/ssh_host_ed25519_key 600 1000" <<<"$modes" || fail "$prefix-$i: $modes"
+  # root's and the group nimstack-secrets's, which only the containers get.
+  modes=$(docker exec "$prefix-$i" stat -c '%n %a %u %g' "$mesh/private.key" "$mesh/ssh_host_ed25519_key")
+  grep -qx "$mesh/private.key 440 0 64910" <<<"$modes" || fail "$prefix-$i: $modes"
+  grep -qx "$mesh/ssh_host_ed25519_key 640 0 64910" <<<"$modes" || fail "$prefix-$i: $modes"
 done
 # Every base64 line of the private key (and the host key) must be absent from the logs.
 secret_lines=$(docker exec "$prefix-1" sh -c "grep -hv -- '-----' $mesh/private.key $mesh/ssh_host_ed25519_key")

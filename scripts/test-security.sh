@@ -5,7 +5,10 @@
 #      MPI and a Ray port a worker listens on and the API from a source outside
 #      nim_api_allowed_cidrs are closed; from members (and an allowed source, for the API) open;
 #   2. no Ray token, deployment key or NGC key in the -vvv output, in any process's arguments on
-#      the hosts, or in a file on them that a non-root user (nobody) can read;
+#      the hosts, in a file on them that a non-root user (nobody) or a login account with the
+#      containers' uid 1000 can read, in an Ansible background job's result file, or in a process
+#      environment that account reads (the serving ranks run as uid 1000 and, the cache being
+#      filled by the downloader, carry no NGC key);
 #   3. a re-run of deploy_docker.yml changes nothing;
 #   4. firewall switched off (its table goes, every other table stays byte-identical): a Ray client
 #      (ray status) without the token is refused, with it answers; the deployment key from a non-member is
@@ -171,24 +174,65 @@ for secret in "$token" "$key_line" "$ngc_key"; do
   ! grep -qF -- "$secret" "$logs/site.log" || fail "a secret (${secret:0:6}...) is in the -vvv output"
 done
 echo "   $(wc -l <"$logs/site.log") lines of -vvv output: none of the three secrets"
+# A login account with the containers' uid, as the first account of an Ubuntu cloud or DGX image
+# is: it must read none of the secrets, neither in a file nor in a rank's environment.
+for h in "${hosts[@]}"; do
+  on "$h" sh -c 'getent passwd 1000 >/dev/null || useradd -m -u 1000 -U -s /bin/bash sectest'
+done
+login=$(on "$h1" getent passwd 1000 | cut -d: -f1)
+echo "   login account with uid 1000 on every host: $login"
 for h in "${hosts[@]}"; do
   on "$h" sh -c 'cat /proc/[0-9]*/cmdline 2>/dev/null | tr "\0" " "' >"$logs/args-$h.txt"
   for secret in "$token" "$key_line" "$ngc_key"; do
     ! grep -qF -- "$secret" "$logs/args-$h.txt" || fail "$h: a secret (${secret:0:6}...) is in a process's arguments"
   done
-  # Every file holding one must be unreadable to anybody but root and the container user (Docker's
-  # and containerd's own copies of a container's env hold the NGC key: see README, Security): read
-  # as nobody, and its mode. The secrets go in on stdin: an argument would be in the process list.
+  # Every file holding one must be unreadable to anybody but root and the containers (Docker's
+  # and containerd's own copies of a container's env hold what the container got: see README,
+  # Security): read as nobody and as the uid-1000 login account (with its groups), and its mode.
+  # Then, as that account, every process environment it can read. The secrets go in on stdin: an
+  # argument would be in the process list.
   printf '%s\n' "$token" "$key_line" "$ngc_key" | docker exec -i "$h" sh -c 'cat >/root/.sectest-patterns; chmod 600 /root/.sectest-patterns
+    as() { python3 -c "import os, pwd, sys
+u = pwd.getpwnam(sys.argv[1]); os.setgroups(os.getgrouplist(u.pw_name, u.pw_gid)); os.setgid(u.pw_gid); os.setuid(u.pw_uid)
+exec(sys.argv[2])" "$@"; }
+    login=$(getent passwd 1000 | cut -d: -f1)
     grep -rlsF -f /root/.sectest-patterns /etc /opt /root /home /tmp /var/tmp /var/log /var/lib/docker/containers /run 2>/dev/null |
     grep -vx /root/.sectest-patterns | sort -u | while read -r f; do
-      if python3 -c "import os, sys; os.setgroups([]); os.setgid(65534); os.setuid(65534); open(sys.argv[1]).read(1)" "$f" 2>/dev/null
-      then echo "READABLE $(stat -c %a "$f") $f"; else echo "root-only $(stat -c %a "$f") $f"; fi
+      if as nobody "open(sys.argv[3]).read(1)" "$f" 2>/dev/null; then echo "READABLE $(stat -c %a "$f") $f"
+      elif as "$login" "open(sys.argv[3]).read(1)" "$f" 2>/dev/null; then echo "READABLE-BY-UID-1000 $(stat -c %a "$f") $f"
+      else echo "root-only $(stat -c %a "$f") $f"; fi
     done
+    for f in $(grep -rlsF -f /root/.sectest-patterns /root/.ansible_async 2>/dev/null); do echo "ASYNC-RESULT $f"; done
+    as "$login" "
+import glob
+secrets = [line for line in sys.stdin.read().splitlines() if line]
+for path in glob.glob(\"/proc/[0-9]*/environ\"):
+    try:
+        env = open(path, \"rb\").read().decode(\"utf-8\", \"replace\")
+    except OSError:
+        continue
+    if any(s in env for s in secrets):
+        print(\"ENVIRON-READABLE-BY-UID-1000\", path, open(path.replace(\"environ\", \"comm\")).read().strip())
+" </root/.sectest-patterns 2>/dev/null || echo "ENVIRON-CHECK-FAILED"
     rm -f /root/.sectest-patterns' >"$logs/files-$h.txt" || true
-  if grep '^READABLE' "$logs/files-$h.txt"; then fail "$h: a secret is in a file others may read"; fi
-  echo "   $h: $(wc -l <"$logs/files-$h.txt") files hold a secret, none readable by nobody:" \
+  if grep -E '^(READABLE|ASYNC-RESULT|ENVIRON)' "$logs/files-$h.txt"; then
+    fail "$h: a secret is where others may read it (a file, a background job's result, a process environment)"
+  fi
+  echo "   $h: $(grep -c '^root-only' "$logs/files-$h.txt") files hold a secret, none readable by nobody or uid 1000," \
+    "no secret in a job result or an environment uid 1000 reads:" \
     "$(awk '{print $2, $3}' "$logs/files-$h.txt" | sed 's|/[0-9a-f]\{64\}/|/<id>/|' | sort -u | tr '\n' ' ')"
+done
+# The downloader filled the cache, so no serving rank got the key; the key, the host key and the
+# token reach the ranks through the secrets group only.
+for r in a:"$h1" a:"$h2" b:"$h3" b:"$h4"; do
+  env_json=$(on "${r#*:}" docker inspect -f '{{json .Config.Env}}' "nim-${r%%:*}")
+  [[ $env_json != *NGC_API_KEY=* ]] || fail "${r#*:}: the serving rank nim-${r%%:*} has NGC_API_KEY in its env"
+  groups=$(on "${r#*:}" docker inspect -f '{{json .HostConfig.GroupAdd}}' "nim-${r%%:*}")
+  [[ $groups == *'"64910"'* ]] || fail "${r#*:}: nim-${r%%:*} does not get the secrets group (GroupAdd $groups)"
+done
+echo "   no serving rank has NGC_API_KEY in its env; every rank gets the group nimstack-secrets (64910)"
+for f in "$h3:$group_dir/b/ray-token" "$h1:/etc/nimstack/mesh/a/private.key" "$h2:/etc/nimstack/mesh/a/ssh_host_ed25519_key"; do
+  echo "   ${f%%:*}: $(on "${f%%:*}" stat -c '%U:%G %a %n' "${f#*:}")"
 done
 on "$h3" docker inspect -f '{{json .Config.Env}}' nim-b | grep -q 'RAY_AUTH_TOKEN_PATH=' || fail "nim-b has no RAY_AUTH_TOKEN_PATH"
 
@@ -216,7 +260,9 @@ if ray_client >"$logs/ray-no-token.log" 2>&1; then tail -5 "$logs/ray-no-token.l
 grep -q 'AuthenticationError' "$logs/ray-no-token.log" || { tail -15 "$logs/ray-no-token.log"; fail "the Ray client failed, but not for want of the token"; }
 echo "   without: $(grep -o 'AuthenticationError.*is missing or incorrect' "$logs/ray-no-token.log" | head -1) ($((SECONDS - t)) s)"
 t=$SECONDS
-ray_client -v "$group_dir/b/ray-token:/run/secrets/t:ro" -e RAY_AUTH_MODE=token -e RAY_AUTH_TOKEN_PATH=/run/secrets/t \
+# A client that holds the token as a rank does: uid 1000 with the group nimstack-secrets (the
+# token is root's and that group's, 0640).
+ray_client --group-add 64910 -v "$group_dir/b/ray-token:/run/secrets/t:ro" -e RAY_AUTH_MODE=token -e RAY_AUTH_TOKEN_PATH=/run/secrets/t \
   >"$logs/ray-token.log" 2>&1 || { tail -15 "$logs/ray-token.log"; fail "a Ray client with the token was refused"; }
 nodes=$(grep -c ' node_' "$logs/ray-token.log" || true)
 ((nodes == 2)) || { cat "$logs/ray-token.log"; fail "with the token, b's head reports $nodes nodes, not 2"; }
@@ -232,8 +278,11 @@ if on "$h3" timeout 20 ssh -i /root/sectest.key "${ssh_opts[@]}" "nim@$a2" true 
 fi
 on "$h3" rm -f /root/sectest.key
 grep -q 'Permission denied' "$logs/ssh-outsider.log" || { cat "$logs/ssh-outsider.log"; fail "the outsider's ssh failed, but not with Permission denied"; }
-on "$h1" timeout 20 ssh -i /etc/nimstack/mesh/a/private.key "${ssh_opts[@]}" "nim@$a2" true \
-  || fail "$h2's sshd refused the deployment key from the member $h1"
+# The key is root's and nimstack-secrets's (0440): root's own ssh takes a 0600 copy of it.
+on "$h1" sh -c 'umask 077; cp /etc/nimstack/mesh/a/private.key /root/sectest-member.key'
+on "$h1" timeout 20 ssh -i /root/sectest-member.key "${ssh_opts[@]}" "nim@$a2" true \
+  || { on "$h1" rm -f /root/sectest-member.key; fail "$h2's sshd refused the deployment key from the member $h1"; }
+on "$h1" rm -f /root/sectest-member.key
 # sshd's own word that from= refused it (the key itself was right).
 why=$(on "$h2" docker logs nim-a 2>&1 | grep -m1 "correct key but not from a permitted host (host=$a3" || true)
 [[ -n "$why" ]] || fail "$h2's sshd did not log that from= refused $h3"

@@ -11,6 +11,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import base64
+import contextlib
+import shutil
+import tempfile
 import ctypes
 import ctypes.util
 import errno
@@ -294,6 +297,23 @@ def sshd_command(sshd, port, host_key, authorized_keys):
             '-o', 'PasswordAuthentication=no', '-o', 'KbdInteractiveAuthentication=no',
             # Without PAM, sshd refuses a root whose password is locked (the usual case).
             '-o', 'UsePAM=yes', '-o', 'PidFile=none', '-o', 'ForceCommand=/bin/true']
+
+
+@contextlib.contextmanager
+def root_only_copy(path):
+    """A 0600 copy of a key for root's own OpenSSH, removed afterwards.
+
+    The mesh keys belong to root and the secrets group (0440/0640) so that only the containers
+    read them through the group; OpenSSH refuses a key its owner (root here) shares with a group.
+    """
+    handle, copy = tempfile.mkstemp(prefix='nimstack-doctor-key-')
+    try:
+        os.close(handle)
+        shutil.copyfile(path, copy)
+        os.chmod(copy, 0o600)
+        yield copy
+    finally:
+        os.unlink(copy)
 
 
 def ssh_command(address, port, key, known_hosts, alias_port, timeout):

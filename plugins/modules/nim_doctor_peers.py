@@ -237,6 +237,14 @@ def _resolve(address):
 
 def _listen(module, peers, numbers):
     p = module.params
+    if p['sshd']:
+        with doctor_probe.root_only_copy(p['sshd']['host_key']) as host_key:
+            return _listen_with(module, peers, numbers, host_key)
+    return _listen_with(module, peers, numbers, None)
+
+
+def _listen_with(module, peers, numbers, host_key):
+    p = module.params
     deadline = time.time() + p['window']
     stop_file = p['stop_file']
 
@@ -249,7 +257,7 @@ def _listen(module, peers, numbers):
         s = p['sshd']
         try:
             proc = doctor_probe.spawn(
-                doctor_probe.sshd_command(s['binary'], s['port'], s['host_key'], s['authorized_keys']))
+                doctor_probe.sshd_command(s['binary'], s['port'], host_key, s['authorized_keys']))
         except OSError as exc:
             result['sshd'] = {'rc': None, 'error': str(exc)}
     listeners = doctor_probe.listen(numbers, [_resolve(r.get('address')) for r in peers], p['window'],
@@ -275,9 +283,10 @@ def _check(module, peers, numbers):
     result = {'connects': doctor_probe.connect_all(targets, p['timeout'])}
     if p['ssh']:
         s = p['ssh']
-        commands = [doctor_probe.ssh_command(peer.get('address'), s['port'], s['key'], s['known_hosts'],
-                                             s['alias_port'], p['timeout']) for peer in peers]
-        outcomes = doctor_probe.run_all(commands, p['timeout'] * 3)
+        with doctor_probe.root_only_copy(s['key']) as key:
+            commands = [doctor_probe.ssh_command(peer.get('address'), s['port'], key, s['known_hosts'],
+                                                 s['alias_port'], p['timeout']) for peer in peers]
+            outcomes = doctor_probe.run_all(commands, p['timeout'] * 3)
         result['ssh'] = [{'host': peer.get('host'), 'ok': rc == 0, 'error': '' if rc == 0 else error}
                          for peer, (rc, error) in zip(peers, outcomes)]
     if p['cache_token']:

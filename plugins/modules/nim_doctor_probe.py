@@ -175,7 +175,8 @@ def _mesh(module, mesh_dir):
         if keygen is None:
             mesh['error'] = 'ssh-keygen not installed: cannot read the public half of private.key'
         else:
-            rc, out, err = module.run_command([keygen, '-y', '-f', private])
+            with doctor_probe.root_only_copy(private) as copy:
+                rc, out, err = module.run_command([keygen, '-y', '-f', copy])
             blobs = doctor_probe.public_key_blobs(out) if rc == 0 else []
             if blobs:
                 mesh['key_fingerprint'] = doctor_probe.key_fingerprint(blobs[0])

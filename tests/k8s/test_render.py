@@ -147,9 +147,11 @@ def test_lws_group_follows_the_operator_mpi_contract(renders, name, pp):
     assert work_env['LEADER_NAME'] == {'fieldRef': {'fieldPath': "metadata.annotations['leaderworkerset.sigs.k8s.io/leader-name']"}}
 
     assert _mounts(lead) == {'/model-store': 'model-store', '/dev/shm': 'dshm', '/etc/mpi': 'mpi-config',
-                             '/opt/nim/llm/.ssh': 'ssh-dotfiles', '/opt/nim/llm/pk': 'ssh-pk'}
+                             '/opt/nim/llm/.ssh': 'ssh-dotfiles', '/opt/nim/llm/pk': 'ssh-pk',
+                             '/opt/nim/llm/.ssh/config': 'ssh-pk'}
     assert _mounts(work) == {'/model-store': 'model-store', '/dev/shm': 'dshm', '/ssh-confs': 'ssh-confs',
-                             '/opt/nim/llm/.ssh': 'ssh-dotfiles', '/opt/nim/llm/pk': 'ssh-pk'}
+                             '/opt/nim/llm/.ssh': 'ssh-dotfiles', '/opt/nim/llm/pk': 'ssh-pk',
+                             '/opt/nim/llm/.ssh/config': 'ssh-pk', '/ssh-confs/ssh_host_ed25519_key': 'ssh-pk'}
     volumes = dict((v['name'], v) for v in leader['volumes'] + worker['volumes'])
     assert volumes['dshm']['emptyDir'] == {'medium': 'Memory', 'sizeLimit': '64Gi'}
     assert volumes['ssh-pk']['secret'] == {'secretName': 'nim-default-ssh-pk', 'defaultMode': 0o400}
@@ -164,6 +166,24 @@ def test_lws_group_follows_the_operator_mpi_contract(renders, name, pp):
     assert hostfile.splitlines() == ['localhost slots=8'] + [
         'nim-default-0-%d.nim-default.nim.svc slots=8' % rank for rank in range(1, pp)]
     assert render.one('PersistentVolumeClaim')['spec']['accessModes'] == ['ReadWriteMany']
+
+
+@pytest.mark.parametrize('name', ['lws-tp8pp2', 'lws-secrets'])
+def test_lws_workers_serve_the_pinned_host_key_and_the_leader_checks_it(renders, name):
+    """Every worker's sshd serves the group's host key from the Secret, and the ssh config of every
+    rank (the leader's mpirun, a worker's tree spawn) checks it strictly against the Secret's
+    known_hosts: a pod answering a worker's name without that key gets nothing."""
+    _lws, _template, leader, worker = _lws_parts(renders[name])
+    sub_paths = dict(((m['mountPath'], m['name']), m.get('subPath')) for spec in (leader, worker)
+                     for m in spec['containers'][0]['volumeMounts'])
+    assert sub_paths[('/ssh-confs/ssh_host_ed25519_key', 'ssh-pk')] == 'ssh_host_ed25519_key'
+    assert sub_paths[('/opt/nim/llm/.ssh/config', 'ssh-pk')] == 'config'
+    for spec in (leader, worker):
+        expected = {'/opt/nim/llm/pk': None, '/opt/nim/llm/.ssh/config': 'config'}
+        if spec is worker:
+            expected['/ssh-confs/ssh_host_ed25519_key'] = 'ssh_host_ed25519_key'
+        assert dict((m['mountPath'], m.get('subPath')) for m in spec['containers'][0]['volumeMounts']
+                    if m['name'] == 'ssh-pk') == expected
 
 
 def test_lws_leader_probes_are_sized_for_a_large_model(renders):
@@ -386,6 +406,41 @@ def test_secrets_render_only_on_request(renders, workdir):
     key = base64.b64decode(secrets['default/Secret-nim-default-ssh-pk.yaml']['data']['private.key']).decode()
     assert key.startswith('-----BEGIN RSA PRIVATE KEY-----')
     assert open(os.path.join(keys, 'nim-nim-default', 'id_rsa')).read() == key
+
+
+def _ssh_secret_data(render):
+    data = render.load('default/Secret-nim-default-ssh-pk.yaml')['data']
+    return dict((name, base64.b64decode(value).decode()) for name, value in data.items())
+
+
+def test_the_ssh_secret_pins_the_workers_host_key(renders, workdir):
+    keys = os.path.join(workdir, 'keys', 'nim-nim-default')
+    data = _ssh_secret_data(renders['lws-secrets'])
+    assert sorted(data) == ['config', 'known_hosts', 'private.key', 'ssh_host_ed25519_key']
+    host_key = data['ssh_host_ed25519_key']
+    assert host_key.startswith('-----BEGIN OPENSSH PRIVATE KEY-----')
+    assert open(os.path.join(keys, 'ssh_host_ed25519_key')).read() == host_key
+    public = open(os.path.join(keys, 'ssh_host_ed25519_key.pub')).read().split()
+    alias = 'nimstack-nim-nim-default-workers'
+    # One line: the alias every worker is checked under, and the host key the workers serve.
+    assert data['known_hosts'].splitlines() == ['%s %s %s' % (alias, public[0], public[1])]
+    config = dict(line.strip().split(None, 1) for line in data['config'].splitlines()
+                  if line.strip() and not line.strip().startswith('#'))
+    assert config['Host'] == '*'
+    assert config['HostKeyAlias'] == alias
+    assert config['StrictHostKeyChecking'] == 'yes'
+    assert config['UserKnownHostsFile'] == '/opt/nim/llm/pk/known_hosts'
+    assert config['GlobalKnownHostsFile'] == '/dev/null'
+    assert config['IdentityFile'] == '/opt/nim/llm/pk/private.key'
+
+
+def test_a_re_render_keeps_the_ssh_keys(renders, workdir):
+    first = renders['lws-secrets']
+    before = _ssh_secret_data(first)
+    again = run_render(workdir, 'lws-secrets-again', 'lws', {'nim_k8s_render_secrets': True}, render_dir=first.root)
+    assert again.rc == 0, again.output[-4000:]
+    assert again.changed() == 0
+    assert _ssh_secret_data(again) == before
 
 
 def test_lws_rollout_restart_and_priority_settings(renders):

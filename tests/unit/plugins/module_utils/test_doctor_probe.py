@@ -4,6 +4,7 @@
 import os
 import shutil
 import socket
+import stat
 import subprocess
 import threading
 import time
@@ -170,3 +171,17 @@ def test_ssh_and_sshd_commands_pin_the_group_files():
     sshd = doctor_probe.sshd_command('/usr/sbin/sshd', 2299, '/m/hk', '/m/authorized_keys')
     assert sshd[:3] == ['/usr/sbin/sshd', '-d', '-e'] and 'AuthorizedKeysFile=/m/authorized_keys' in sshd
     assert 'ForceCommand=/bin/true' in sshd and os.path.basename(sshd[0]) == 'sshd'
+
+
+@pytest.mark.skipif(shutil.which('ssh-keygen') is None, reason='needs OpenSSH')
+def test_root_reads_a_key_it_shares_with_the_secrets_group_through_a_private_copy(tmp_path):
+    # The mesh keys are root's and the group nimstack-secrets's, 0440: OpenSSH refuses such a key to
+    # its owner, so the doctor (root) hands it a 0600 copy, gone afterwards.
+    key = str(tmp_path / 'private.key')
+    subprocess.check_call(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-f', key])
+    os.chmod(key, 0o440)
+    with doctor_probe.root_only_copy(key) as copy:
+        assert stat.S_IMODE(os.stat(copy).st_mode) == 0o600
+        public = subprocess.check_output(['ssh-keygen', '-y', '-f', copy]).decode()
+    assert public.split()[:2] == open(key + '.pub').read().split()[:2]
+    assert not os.path.exists(copy)
