@@ -9,7 +9,7 @@ COLLECTION_LINK := build/collections/ansible_collections/nimstack/multinode
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: test labs deps link lint units k8s build-check sanity bad-inputs molecule lab-test standin-test docker-path-test contracts-test docs-check awx-test doctor-test security-test k8s-cluster k8s-cluster-down k8s-live-test lab lab-down clean
+.PHONY: test labs deps link lint units k8s build-check sanity bad-inputs molecule molecule-nvidia molecule-others lab-test standin-test docker-path-test contracts-test docs-check awx-test doctor-test security-test k8s-cluster k8s-cluster-down k8s-live-test lab lab-down clean
 
 test: deps lint units k8s build-check sanity docs-check bad-inputs labs
 
@@ -51,6 +51,14 @@ bad-inputs: deps
 # Roles on real systemd hosts (Docker, built locally): molecule per role, then the lab end to end.
 molecule: deps
 	scripts/test-molecule.sh
+
+# The molecule scenarios in two halves, so that make test runs them in two streams.
+MOLECULE_NVIDIA := nvidia_driver nvidia_container_toolkit
+molecule-nvidia: deps
+	scripts/test-molecule.sh $(MOLECULE_NVIDIA)
+
+molecule-others: deps
+	scripts/test-molecule.sh --except $(MOLECULE_NVIDIA)
 
 # Every lab-based step below and the molecule scenarios, in two streams at once
 # (scripts/test-labs.sh says which).

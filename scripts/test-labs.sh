@@ -6,9 +6,10 @@
 #
 #   stream a: standin-test, doctor-test (each on a lab of its own), then
 #             lab-test -> docker-path-test -> contracts-test (one lab, prepared once, handed on)
-#   stream b: awx-test, security-test (each on a lab of its own), then the molecule scenarios
+#   stream b: awx-test, security-test (each on a lab of its own), then the molecule scenarios of
+#             every role but the NVIDIA ones
 #   stream c: k8s-live-test, the Kubernetes roles on a live control plane (built from the Go
-#             module proxy, cached outside the clone)
+#             module proxy, cached outside the clone), then the NVIDIA roles' molecule scenarios
 #
 # Measured from a clean clone on a 2-core machine, in seconds: standin 109, doctor 101, lab 249,
 # docker path 571, contracts 722 | awx 215, security 491, molecule 1,087: 1,752 and 1,793.
@@ -22,8 +23,8 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 
 stream_a=(standin-test doctor-test lab-test docker-path-test contracts-test)
-stream_b=(awx-test security-test molecule)
-stream_c=(k8s-live-test)
+stream_b=(awx-test security-test molecule-others)
+stream_c=(k8s-live-test molecule-nvidia)
 
 # What both streams need is made once, before they start: the Docker engine, the lab's host
 # image and the stand-in image with its archive (two builds of one archive would race).

@@ -4,6 +4,8 @@
 #
 #   scripts/test-molecule.sh                 every role
 #   scripts/test-molecule.sh docker rdma     only these roles
+#   scripts/test-molecule.sh --except nvidia_driver nvidia_container_toolkit
+#                                            every role but these
 #
 # Prints each scenario's result and wall time, then `N passed, M failed`; exits non-zero when
 # any scenario failed. Logs go to build/molecule/<role>-<scenario>.log.
@@ -16,12 +18,19 @@ scripts/lab/build-image.sh >/dev/null
 mkdir -p build/collections/ansible_collections/nimstack build/molecule
 ln -sfn ../../../.. build/collections/ansible_collections/nimstack/multinode
 
+except=()
+if [[ "${1:-}" == --except ]]; then
+  shift
+  except=("$@")
+  set --
+fi
 if (($#)); then
   roles=("$@")
 else
   roles=()
   for dir in roles/*/molecule; do
-    [[ -d "$dir" ]] && roles+=("$(basename "$(dirname "$dir")")")
+    role=$(basename "$(dirname "$dir")")
+    [[ -d "$dir" && " ${except[*]} " != *" $role "* ]] && roles+=("$role")
   done
 fi
 
