@@ -591,8 +591,7 @@ RULES = {
     # ssh_mesh
     'ssh_mesh_dir': _path('owned'),
     'ssh_mesh_port': _port(not_sshd=True),
-    'ssh_mesh_container_uid': _int_check(0, _ID),
-    'ssh_mesh_container_gid': _int_check(0, _ID),
+    'ssh_mesh_secrets_gid': _int_check(0, _ID),
     'ssh_mesh_key_size': _int_check(2048, 16384),
     'ssh_mesh_authorized_extra_sources': _sources(False, True, ACCEPT_SSH_SOURCES),
     # nim_firewall
