@@ -10,8 +10,8 @@
 #      nimstack_awx_prepare_slice_count): one job per slice, each on a private data dir of its own
 #      (as AWX gives every job) with its share of the hosts, at the same time; then the unsliced
 #      "deploy" job template (site.yml without the preparation the slices did) converges to a
-#      ready, smoke-tested endpoint, and the key reached the nodes (root-only env file, the
-#      containers' env);
+#      ready, smoke-tested endpoint, and the key reached the leader's root-only env file for the
+#      model downloader, and no serving rank's env;
 #   3b. the whole-group guard: the deploy job limited to one worker is refused, naming the missing
 #      members, with no container changed on any host;
 #   4. the key appears nowhere under the private data dirs (job events, stdout, fact cache, ...)
@@ -169,19 +169,24 @@ probe_ready || fail "the endpoint is not ready after the refused deploy job"
 echo "   refused, naming $leader and ${workers[1]}; no container restarted, the endpoint still ready"
 
 step "the credential's key reached the nodes, and only where it belongs"
+# The leader keeps it in its root-only env file for the model downloader; no serving rank's env
+# holds it once the cache is filled, and no worker keeps a copy.
 for h in "$leader" "$NIMSTACK_LAB_PREFIX-2" "$NIMSTACK_LAB_PREFIX-3"; do
   envfile=$(on "$h" find /etc/nimstack -name ngc.env) || true
-  [[ -n "$envfile" ]] || fail "$h: no NGC env file: the credential's key did not reach the node"
-  [[ "$(on "$h" stat -c '%a %U' "$envfile")" == "600 root" ]] || fail "$h: $envfile is not root-only 0600"
-  on "$h" grep -qxF "NGC_API_KEY=$key" "$envfile" || fail "$h: $envfile does not hold the credential's key"
+  if [[ "$h" == "$leader" ]]; then
+    [[ -n "$envfile" ]] || fail "$h: no NGC env file: the credential's key did not reach the leader"
+    [[ "$(on "$h" stat -c '%a %U' "$envfile")" == "600 root" ]] || fail "$h: $envfile is not root-only 0600"
+    on "$h" grep -qxF "NGC_API_KEY=$key" "$envfile" || fail "$h: $envfile does not hold the credential's key"
+  else
+    [[ -z "$envfile" ]] || fail "$h: a worker keeps an NGC env file ($envfile)"
+  fi
   # The container's env as the engine keeps it (the lab's nested engine cannot exec into it).
   container_env=$(on "$h" docker inspect -f '{{range .Config.Env}}{{println .}}{{end}}' "$container")
-  grep -qxF "NGC_API_KEY=$key" <<<"$container_env" \
-    || fail "$h: the container $container does not have the credential's key in its env"
+  ! grep -qF "$key" <<<"$container_env" || fail "$h: the serving rank $container has the credential's key in its env"
   ! on "$h" docker inspect -f '{{.Config.Cmd}} {{.Args}}' "$container" | grep -qF "$key" \
     || fail "$h: the key is on the container's command line"
 done
-echo "   every node: $envfile (0600 root) and the container's env hold the key; no command line does"
+echo "   the leader's root-only env file holds the key for the downloader; no rank's env or command line does"
 
 step "the key appears nowhere in the jobs' private data dirs but runner's own env records"
 events=$(find "$pdd/artifacts/site/job_events" -name '*.json' | wc -l)

@@ -130,8 +130,15 @@ def test_secret_files_belong_to_root_and_the_secrets_group():
     assert len(found) >= 6
     for source, task, args in found:
         assert args['owner'] == 'root', _label(source, task)
+        if _module(task)[0] == 'community.crypto.openssh_keypair':
+            # ssh-keygen reads back only a root-only key: made 0600, then handed to the group.
+            assert (args['group'], args['mode']) == ('root', '0600'), _label(source, task)
+            continue
         assert args['group'] in SECRETS_GIDS, _label(source, task)
         assert args['mode'] in ('0640', '0440'), _label(source, task)
+    handed = [args['path'] for _source, task, args in found if _module(task)[0] == 'ansible.builtin.file']
+    for name in ('_ssh_mesh_private_key_path', '_ssh_mesh_host_key_path'):
+        assert any(name in path for path in handed), name
 
 
 def test_no_mesh_file_belongs_to_the_container_user():
