@@ -338,6 +338,85 @@ def _rank_env(rank, leader, settings, plan, mode, size, object_name, namespace, 
         cache_path=CONTAINER_CACHE_PATH, extra_env=settings['nim_extra_env'])
 
 
+# How each launch contract starts a group, as data the launchers read instead of branching on the
+# contract's name (docs/contracts.md). steps: what the Docker launcher does, in order;
+# ssh_mesh/hostfile: whether the group needs the SSH trust and an MPI hostfile; port_sets: the
+# port ranges (besides the group's own ports) only members may reach, named for nim_firewall.
+LAUNCH = {
+    'mpi': {'steps': ('workers', 'workers_ready', 'leader', 'ready'),
+            'ssh_mesh': True, 'hostfile': True, 'ray_token': False, 'port_sets': ('mpi_btl',)},
+    'ray': {'steps': ('leader', 'workers_reach_leader', 'workers', 'ready'),
+            'ssh_mesh': False, 'hostfile': False, 'ray_token': True, 'port_sets': ('ray', 'ray_workers')},
+    'leader_address': {'steps': ('leader', 'workers', 'ready'),
+                       'ssh_mesh': False, 'hostfile': False, 'ray_token': False, 'port_sets': ()},
+}
+
+# The mounts of every rank (docs/contracts.md): base is the host directory the role owns (cache:
+# nim_cache_path, mesh: the group's SSH mesh directory, group: the group's state directory), path
+# a file in it ('' for the directory), target the path in the container ('' for the host path),
+# ranks which ranks mount it, needs a launch property that must hold (the Ray token only where
+# token authentication is on).
+_MOUNTS_ALL = (
+    {'base': 'cache', 'path': '', 'target': CONTAINER_CACHE_PATH, 'mode': 'rw', 'ranks': 'all', 'needs': None},
+)
+_MOUNTS = {
+    'mpi': (
+        {'base': 'mesh', 'path': '', 'target': '', 'mode': 'ro', 'ranks': 'all', 'needs': None},
+        {'base': 'mesh', 'path': 'private.key', 'target': '/opt/nim/llm/pk/private.key', 'mode': 'ro',
+         'ranks': 'all', 'needs': None},
+        {'base': 'mesh', 'path': 'ssh_config', 'target': '/opt/nim/llm/.ssh/config', 'mode': 'ro',
+         'ranks': 'all', 'needs': None},
+        {'base': 'group', 'path': 'hostfile', 'target': '/etc/mpi/hostfile', 'mode': 'ro',
+         'ranks': 'leader', 'needs': None},
+        {'base': 'mesh', 'path': 'authorized_keys', 'target': '/opt/nim/llm/.ssh/authorized_keys', 'mode': 'ro',
+         'ranks': 'worker', 'needs': None},
+        {'base': 'mesh', 'path': 'ssh_host_ed25519_key', 'target': '/ssh-confs/ssh_host_ed25519_key', 'mode': 'ro',
+         'ranks': 'worker', 'needs': None},
+    ),
+    'ray': (
+        {'base': 'group', 'path': 'ray-token', 'target': '/run/secrets/nimstack-ray-token', 'mode': 'ro',
+         'ranks': 'all', 'needs': 'ray_token'},
+    ),
+    'leader_address': (),
+}
+
+
+def launch_of(contract, ranks, ports):
+    """The launch data of a group: its contract's steps and needs, the hosts in start order (under
+    mpi the workers first and the leader last, as mpirun on the leader reaches every worker's
+    sshd; otherwise the leader first, as the workers join it), its mounts and the ports only its
+    members may reach (every port the ranks listen on but the API port)."""
+    spec = LAUNCH.get(contract)
+    if spec is None:
+        return None
+    hosts = [rank['host'] for rank in sorted(ranks, key=lambda r: r['rank'])]
+    leader_first = spec['steps'].index('leader') < spec['steps'].index('workers')
+    return {
+        'steps': list(spec['steps']),
+        'start_order': hosts if leader_first else hosts[1:] + hosts[:1],
+        'leader_first': leader_first,
+        'ssh_mesh': spec['ssh_mesh'],
+        'hostfile': spec['hostfile'],
+        'ray_token': spec['ray_token'],
+        'mounts': [dict(m) for m in _MOUNTS_ALL + _MOUNTS[contract]],
+        'member_ports': sorted(int(port) for name, port in (ports or {}).items() if name != 'api'),
+        'port_sets': list(spec['port_sets']),
+    }
+
+
+def host_index(groups):
+    """Every host of nim_nodes with its group, mode and, on Docker, its rank and role: the one
+    place a role looks up "this host's group" (plan.hosts[inventory_hostname])."""
+    index = {}
+    for group in groups.values():
+        ranks = dict((r['host'], r) for r in group['ranks']) if group['mode'] == 'docker' else {}
+        for host in group['hosts']:
+            rank = ranks.get(host)
+            index[host] = {'group': group['name'], 'mode': group['mode'],
+                           'rank': rank['rank'] if rank else None, 'role': rank['role'] if rank else None}
+    return index
+
+
 def _hostfile(slots, workers):
     return ['localhost slots=%d' % slots] + ['%s slots=%d' % (worker, slots) for worker in workers]
 
@@ -380,6 +459,7 @@ def _plan_group(name, members, deployment_mode):
         'ports': None,
         'k8s': None,
         'image': None,
+        'launch': None,
     }
     if errors:
         return result
@@ -460,6 +540,7 @@ def _plan_group(name, members, deployment_mode):
         'hostfile': hostfile,
         'size': size,
         'ports': _ports(contract, settings),
+        'launch': launch_of(contract, ranks, _ports(contract, settings)),
     })
     if mode == 'kubernetes':
         replicas = settings['nim_k8s_replicas']
@@ -489,8 +570,8 @@ def build_plan(nodes, deployment_mode=None):
     overrides every group's nim_deployment_mode (the Kubernetes playbook plans for Kubernetes
     whatever the inventory's default is).
 
-    Returns dict(valid, errors, warnings, groups={name: group plan}); errors and warnings
-    collect those of every group, each naming its group.
+    Returns dict(valid, errors, warnings, groups={name: group plan}, hosts={host: its group,
+    mode, rank and role}); errors and warnings collect those of every group, each naming its group.
     """
     errors = []
     if deployment_mode is not None and deployment_mode not in DEPLOYMENT_MODES:
@@ -507,4 +588,5 @@ def build_plan(nodes, deployment_mode=None):
         groups[name] = group
         errors.extend(group['errors'])
         warnings.extend(group['warnings'])
-    return {'valid': not errors, 'errors': errors, 'warnings': warnings, 'groups': groups}
+    return {'valid': not errors, 'errors': errors, 'warnings': warnings, 'groups': groups,
+            'hosts': host_index(groups)}

@@ -249,6 +249,30 @@ groups:
           C(hostfile-<index>) as the operator names them.
       type: dict
       sample: {name: nim-default, namespace: nim, replicas: 1, hostfiles: {hostfile-0: ["localhost slots=8"]}}
+    launch:
+      description:
+        - How the launch contract starts the group, as data (null when the group has errors).
+          C(steps) what the Docker launcher does, in order (C(workers), C(workers_ready),
+          C(workers_reach_leader), C(leader), C(ready)); C(start_order) the hosts in the order
+          their ranks start; C(leader_first); C(ssh_mesh) and C(hostfile), whether the group
+          needs the SSH trust and an MPI hostfile; C(ray_token), whether Ray token
+          authentication applies; C(mounts), each with C(base) (C(cache), C(mesh) or C(group)),
+          C(path) in it, C(target) in the container (empty for the host path), C(mode),
+          C(ranks) (C(all), C(leader), C(worker)) and C(needs); C(member_ports), the ports only
+          the group's members may reach; C(port_sets), the named port ranges they also need
+          (C(mpi_btl), C(ray), C(ray_workers)).
+      type: dict
+      sample: {steps: [leader, workers, ready], start_order: [gpu-a, gpu-b], leader_first: true, ssh_mesh: false,
+               hostfile: false, ray_token: false, member_ports: [29500], port_sets: [],
+               mounts: [{base: cache, path: '', target: /model-store, mode: rw, ranks: all, needs: null}]}
+hosts:
+  description:
+    - Every host of C(nim_nodes) with its C(group), C(mode) and, on Docker, its C(rank) and
+      C(role) (C(leader) or C(worker); null on Kubernetes, where the pods are the ranks). Roles
+      read their own host's entry here.
+  returned: always
+  type: dict
+  sample: {gpu-a: {group: default, mode: docker, rank: 0, role: leader}}
 '''
 
 from ansible.module_utils.basic import AnsibleModule
@@ -277,7 +301,7 @@ def main():
     )
 
     outcome = build_plan(module.params['nodes'], deployment_mode=module.params['deployment_mode'])
-    exit_with_outcome(module, outcome, 'The deployment plan', groups=outcome['groups'])
+    exit_with_outcome(module, outcome, 'The deployment plan', groups=outcome['groups'], hosts=outcome['hosts'])
 
 
 if __name__ == '__main__':

@@ -325,3 +325,52 @@ def test_example_inventory_plans_on_both_paths():
         assert result['valid'] is True, result['errors']
         assert _group(result)['layout']['tensor_parallel'] == 8
         assert _group(result)['layout']['pipeline_parallel'] == 2
+
+
+def test_launch_data_of_mpi_starts_the_workers_first_and_needs_the_mesh():
+    group = _group(build_plan(_nodes(2, rank=[None, 0])))
+    launch = group['launch']
+    assert group['leader']['host'] == 'gpu-2'
+    assert launch['start_order'] == ['gpu-1', 'gpu-2']
+    assert launch['steps'] == ['workers', 'workers_ready', 'leader', 'ready']
+    assert (launch['leader_first'], launch['ssh_mesh'], launch['hostfile'], launch['ray_token']) == \
+        (False, True, True, False)
+    assert launch['member_ports'] == [group['ports']['ssh']]
+    assert launch['port_sets'] == ['mpi_btl']
+    targets = dict((m['target'], m['ranks']) for m in launch['mounts'])
+    assert targets['/etc/mpi/hostfile'] == 'leader'
+    assert targets['/ssh-confs/ssh_host_ed25519_key'] == 'worker'
+    assert targets['/model-store'] == 'all'
+
+
+@pytest.mark.parametrize('contract, steps, port', [
+    ('ray', ['leader', 'workers_reach_leader', 'workers', 'ready'], 'ray'),
+    ('leader_address', ['leader', 'workers', 'ready'], 'master'),
+])
+def test_launch_data_of_the_other_contracts_start_the_leader_first(contract, steps, port):
+    settings = dict(LLAMA_405B, nim_launch_contract=contract, nim_socket_ifname='eth0')
+    group = _group(build_plan(_nodes(2, settings)))
+    launch = group['launch']
+    assert launch['steps'] == steps
+    assert launch['start_order'] == ['gpu-1', 'gpu-2']
+    assert launch['leader_first'] and not launch['ssh_mesh'] and not launch['hostfile']
+    assert launch['member_ports'] == [group['ports'][port]]
+    assert not any(m['base'] == 'mesh' for m in launch['mounts'])
+    assert launch['ray_token'] == (contract == 'ray')
+
+
+def test_host_index_names_each_hosts_group_rank_and_role():
+    nodes = _nodes(2, rank=[None, 0]) + [dict(n, host='k8s-%d' % i, group='k8s',
+                                             settings=dict(n['settings'], nim_deployment_mode='kubernetes'))
+                                        for i, n in enumerate(_nodes(2))]
+    result = build_plan(nodes)
+    assert result['valid'], result['errors']
+    assert result['hosts']['gpu-2'] == {'group': 'default', 'mode': 'docker', 'rank': 0, 'role': 'leader'}
+    assert result['hosts']['gpu-1'] == {'group': 'default', 'mode': 'docker', 'rank': 1, 'role': 'worker'}
+    assert result['hosts']['k8s-0'] == {'group': 'k8s', 'mode': 'kubernetes', 'rank': None, 'role': None}
+
+
+def test_a_group_with_errors_has_no_launch_data_but_its_hosts_are_indexed():
+    result = build_plan(_nodes(3))
+    assert _group(result)['launch'] is None
+    assert sorted(result['hosts']) == ['gpu-1', 'gpu-2', 'gpu-3']
