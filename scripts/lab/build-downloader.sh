@@ -14,17 +14,9 @@ set -euo pipefail
 export LC_ALL=C
 here=$(cd "$(dirname "$0")" && pwd)
 repo=nimstack-lab/nim-standin-downloader
-archive=
-
-die() { echo "build-downloader.sh: $*" >&2; exit 1; }
-
-while (($#)); do
-  case "$1" in
-    --archive) (($# >= 2)) || die "--archive needs a path"; archive=$2; shift 2 ;;
-    --archive=*) archive=${1#--archive=}; shift ;;
-    *) die "usage: build-downloader.sh [--archive PATH]" ;;
-  esac
-done
+# shellcheck source=scripts/lab/lib-build.sh
+source "$here/lib-build.sh"
+parse_archive_option "$@"
 
 base=$("$here/build-image.sh")
 hash=$( (echo "$base"; for f in "$here"/downloader/* "$here/standin/download_to_cache.py"; do
@@ -40,13 +32,5 @@ if ! docker image inspect "$image" >/dev/null 2>&1; then
   docker run --rm "$image" download-to-cache --help >/dev/null || die "$image cannot run download-to-cache"
 fi
 
-if [[ -n "$archive" ]]; then
-  if [[ ! -s "$archive" || "$(cat "$archive.image" 2>/dev/null)" != "$image" ]]; then
-    mkdir -p "$(dirname "$archive")"
-    docker save -o "$archive.tmp" "$image"
-    chmod 0644 "$archive.tmp"
-    mv "$archive.tmp" "$archive"
-    echo "$image" >"$archive.image"
-  fi
-fi
+save_archive "$image"
 echo "$image"

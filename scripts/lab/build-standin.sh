@@ -15,17 +15,9 @@ set -euo pipefail
 export LC_ALL=C
 here=$(cd "$(dirname "$0")" && pwd)
 repo=nimstack-lab/nim-standin
-archive=
-
-die() { echo "build-standin.sh: $*" >&2; exit 1; }
-
-while (($#)); do
-  case "$1" in
-    --archive) (($# >= 2)) || die "--archive needs a path"; archive=$2; shift 2 ;;
-    --archive=*) archive=${1#--archive=}; shift ;;
-    *) die "usage: build-standin.sh [--archive PATH]" ;;
-  esac
-done
+# shellcheck source=scripts/lab/lib-build.sh
+source "$here/lib-build.sh"
+parse_archive_option "$@"
 
 base=$("$here/build-image.sh")
 hash=$( (echo "$base"; for f in "$here"/standin/*; do [[ -f "$f" ]] || continue; echo "== ${f##*/}"; cat "$f"; done) \
@@ -47,13 +39,5 @@ if ! docker image inspect "$image" >/dev/null 2>&1; then
 fi
 docker tag "$image" "$repo:latest"
 
-if [[ -n "$archive" ]]; then
-  if [[ ! -s "$archive" || "$(cat "$archive.image" 2>/dev/null)" != "$image" ]]; then
-    mkdir -p "$(dirname "$archive")"
-    docker save -o "$archive.tmp" "$image" "$repo:latest"
-    chmod 0644 "$archive.tmp"
-    mv "$archive.tmp" "$archive"
-    echo "$image" >"$archive.image"
-  fi
-fi
+save_archive "$image" "$repo:latest"
 echo "$image"

@@ -50,13 +50,9 @@ cmd_up() {
   image=$("$here/build-image.sh")
   recipe=$( (echo "$image $rate $size_mib $network $addr"; cat "$here/model-source.py") | sha256sum | cut -c1-12)
   ensure_network
-  if docker container inspect "$name" >/dev/null 2>&1; then
-    if [[ "$(docker container inspect -f '{{.State.Running}} {{index .Config.Labels "nimstack.lab.recipe"}}' "$name")" \
-          == "true $recipe" ]]; then
-      echo "$url"
-      return
-    fi
-    docker rm -f "$name" >/dev/null
+  if service_current "$name" "$recipe"; then
+    echo "$url"
+    return
   fi
   docker run -d --name "$name" --hostname "$name" --restart unless-stopped \
     --label "nimstack.lab.service=model-source" --label "nimstack.lab.recipe=$recipe" \

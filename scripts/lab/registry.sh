@@ -87,14 +87,10 @@ cmd_up() {
   ensure_network
   recipe=$( (echo "$image $network $addr"; cat "$state/config.yml" "$state/registry.crt" "$state/ngc-api-key") \
     | sha256sum | cut -c1-12)
-  if docker container inspect "$name" >/dev/null 2>&1; then
-    if [[ "$(docker container inspect -f '{{.State.Running}} {{index .Config.Labels "nimstack.lab.recipe"}}' "$name")" \
-          == "true $recipe" ]]; then
-      trust_here
-      echo "$registry"
-      return
-    fi
-    docker rm -f "$name" >/dev/null
+  if service_current "$name" "$recipe"; then
+    trust_here
+    echo "$registry"
+    return
   fi
   # The password file is made inside the container from the key on standard input (bcrypt).
   docker run -d --name "$name" --hostname "$name" --restart unless-stopped \
