@@ -8,7 +8,12 @@
 #      group as a whole, says so, and it serves again;
 #   3. the same under leader_address, switched to from the running ray group;
 #   4. switched to mpi (the mesh and hostfile appear), then back to ray: no key, hostfile or
-#      container of the old contract is left.
+#      container of the old contract is left;
+#   5. the registry path (the lab's registry, TLS and basic auth as nvcr.io): a wrong key fails
+#      before any container changes, naming nim_ngc_api_key; on nodes without the image, a pull
+#      whose connection drops half way (scripts/lab/cutting_proxy.py: more often than the engine
+#      resumes a layer on its own) fails, is tried again by the role, fetches none of the layers
+#      below the cut one again, and the group serves the pulled image.
 # test-docker-path.sh covers mpi in depth (bad input, a worker down, recovery, teardown).
 # Every wait is bounded; timings are printed.
 #
@@ -117,6 +122,67 @@ for h in "$leader" "${workers[@]}"; do
   ((n == 1)) || fail "$h: $n NIM containers, not 1, after the switch"
 done
 echo "   one container per host, no mesh, no hostfile"
+
+step "the registry path: a wrong key fails before any container changes, naming nim_ngc_api_key"
+registry=$(scripts/lab/registry.sh up)
+pushed=$(scripts/lab/registry.sh push "$image")
+reg_addr=${registry%:*}
+cut_registry=$reg_addr:5001
+for h in "$leader" "${workers[@]}"; do
+  scripts/lab/registry.sh trust "$h"
+  on "$h" sh -c "mkdir -p /etc/docker/certs.d/$cut_registry && cp /etc/docker/certs.d/$registry/ca.crt /etc/docker/certs.d/$cut_registry/"
+done
+ids_before=$(for h in "$leader" "${workers[@]}"; do on "$h" docker ps -q --filter label=nimstack.managed=true; done)
+wrong_key=nvapi-wrong-$RANDOM$RANDOM
+if NGC_API_KEY=$wrong_key PLAYBOOK=playbooks/deploy_docker.yml play "$logs/registry-wrong-key.log" \
+    -i inventories/lab-registry -e nim_launch_contract=ray; then
+  fail "a wrong NGC key was accepted"
+fi
+log_says "$logs/registry-wrong-key.log" "the key in nim_ngc_api_key (nim_docker_ngc_api_key) is wrong" \
+  || { tail -30 "$logs/registry-wrong-key.log"; fail "the refused login does not name nim_ngc_api_key"; }
+! grep -q "$wrong_key" "$logs/registry-wrong-key.log" || fail "the key is in the log"
+ids_after=$(for h in "$leader" "${workers[@]}"; do on "$h" docker ps -q --filter label=nimstack.managed=true; done)
+[[ "$ids_before" == "$ids_after" ]] || fail "a container changed although the login failed"
+echo "   refused, no container changed: $(tr -s ' \n' '  ' <"$logs/registry-wrong-key.log" | grep -o "refused the login of user[^:]*: the key in nim_ngc_api_key[^;]*" | head -1)"
+
+step "the registry path: a pull cut half way is tried again and keeps the layers below the cut one"
+# Nodes without the image: the group's containers and the stand-in image go, as on new nodes.
+# shellcheck disable=SC2016  # the single-quoted script runs in sh on the nodes
+for h in "$leader" "${workers[@]}"; do
+  on "$h" sh -c 'docker ps -aq --filter label=nimstack.managed=true | xargs -r docker rm -f >/dev/null
+    docker image ls --format "{{.ID}} {{.Repository}}" | awk "/nim-standin\$/ {print \$1}" | sort -u | xargs -r docker rmi -f >/dev/null'
+done
+victim=${workers[0]}
+victim_addr=$(lab_addr "$victim")
+reg_container=$prefix-registry
+docker exec "$reg_container" rm -f /srv/cuts.jsonl
+docker cp scripts/lab/cutting_proxy.py "$reg_container:/srv/cutting_proxy.py"
+docker exec -d "$reg_container" python3 /srv/cutting_proxy.py --listen 0.0.0.0:5001 --upstream 127.0.0.1:5000 \
+  --cert /srv/registry/registry.crt --key /srv/registry/registry.key --victim "$victim_addr" --cuts 8 \
+  --log /srv/cuts.jsonl
+NGC_API_KEY=$(cat "$(scripts/lab/registry.sh key)") PLAYBOOK=playbooks/deploy_docker.yml play_ok \
+  "$logs/registry-cut.log" -i inventories/lab-registry -e nim_launch_contract=ray -e nim_docker_pull_retry_delay=2 \
+  -e "nim_docker_registry=$cut_registry" -e "nim_image=$cut_registry/nim/nimstack-lab/nim-standin"
+serves "$logs/smoke-registry.json" || fail "not serving the image pulled from the registry"
+docker exec "$reg_container" cat /srv/cuts.jsonl >"$logs/cuts.jsonl"
+python3 - "$logs/cuts.jsonl" "$victim_addr" <<'PY' || fail "the pull after the cut is not what it should be (see $logs/cuts.jsonl)"
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1])]
+manifest = next(r for r in rows if 'manifest' in r)
+layers, target = manifest['manifest'], manifest['target']
+below = layers[:layers.index(target)]
+victim = [r for r in rows if r.get('client') == sys.argv[2]]
+cuts = [r for r in victim if r['cut']]
+whole = dict((d, len([r for r in victim if r['digest'] == d and r['sent'] == r['length'] and not r['range']]))
+             for d in below)
+print('   victim %s: %d blob requests, the layer %d of %d cut %d times; the %d layers below it fetched %s time(s)'
+      ' each, none again after the failed pull' % (sys.argv[2], len(victim), len(below) + 1, len(layers), len(cuts),
+                                                  len(below), sorted(set(whole.values()))))
+sys.exit(0 if len(cuts) >= 8 and below and all(n == 1 for n in whole.values()) else 1)
+PY
+grep -A4 "Pull again what a failed pull left half done" "$logs/registry-cut.log" | grep -q "changed: \[$victim\]" \
+  || fail "the role did not pull again on $victim after the cut (see $logs/registry-cut.log)"
+echo "   $victim pulled again after the cut pull failed; the group serves $pushed via $cut_registry"
 
 trap - EXIT
 if [[ -z "${LAB_KEEP:-}" ]]; then

@@ -614,6 +614,8 @@ RULES = {
     'nim_docker_ngc_api_key': _secret(),
     'nim_docker_transfer_timeout': _int_check(1, _WEEK),
     'nim_docker_transfer_poll_interval': _int_check(1, 3600),
+    'nim_docker_pull_retries': _int_check(0, 64),
+    'nim_docker_pull_retry_delay': _int_check(1, 3600),
     'nim_docker_worker_timeout': _int_check(1, _DAY),
     'nim_docker_ready_timeout': _int_check(0, _WEEK),
     'nim_docker_ready_interval': _int_check(1, 3600),
