@@ -114,21 +114,34 @@ def test_explicit_leader_rank_reorders_the_group():
 
 
 def test_two_leaders_are_refused_naming_the_hosts():
+    # The validator's rank rules (inventory_checks.assign_ranks), so both report the same words.
     result = build_plan(_nodes(2, rank=[0, '0']))
     assert result['valid'] is False
     assert result['errors'] == [
-        "group 'default': nim_node_rank=0 is set on gpu-1, gpu-2: a group has exactly one leader (rank 0)"]
+        'group default: nim_node_rank=0 is set on gpu-1, gpu-2; each rank must be unique in a group']
 
 
 def test_duplicate_and_gapped_ranks_are_refused():
     duplicate = build_plan(_nodes(3, dict(LLAMA_405B, nim_pipeline_parallel=3), rank=[None, 1, 1]))
-    assert "group 'default': nim_node_rank=1 is set on gpu-2, gpu-3: ranks must be unique" in duplicate['errors']
+    assert 'group default: nim_node_rank=1 is set on gpu-2, gpu-3; each rank must be unique in a group' \
+        in duplicate['errors']
     gap = build_plan(_nodes(2, rank=[None, 3]))
     assert gap['errors'] == [
-        "group 'default': nim_node_rank=3 on host gpu-2 leaves a gap: the group has 2 hosts (gpu-1, gpu-2), "
-        "so ranks run from 0 to 1"]
+        'group default: host gpu-2 has nim_node_rank=3 but the group has 2 hosts; ranks must be 0 to 1']
     negative = build_plan(_nodes(2, rank=[None, 'first']))
-    assert negative['errors'] == ["group 'default': nim_node_rank='first' on host gpu-2 must be an integer >= 0"]
+    assert negative['errors'] == [
+        "host gpu-2: nim_node_rank='first' is not a non-negative whole number (0 is the leader; leave it "
+        "unset to rank hosts in inventory order)"]
+
+
+def test_planner_and_validator_share_the_rank_rules():
+    from ansible_collections.nimstack.multinode.plugins.module_utils.inventory_checks import check_host_vars
+    for ranks in ([0, '0'], [None, 3], [None, 'first'], [1, None], ['1', '0']):
+        nodes = _nodes(2, rank=ranks)
+        host_vars = dict((n['host'], {'nim_node_rank': n['rank']} if 'rank' in n else {}) for n in nodes)
+        validator = check_host_vars([n['host'] for n in nodes], host_vars, 'default')
+        planner = [e for e in build_plan(nodes)['errors'] if 'nim_node_rank' in e]
+        assert planner == validator, ranks
 
 
 def test_group_size_must_equal_pipeline_parallel_under_mpi():
