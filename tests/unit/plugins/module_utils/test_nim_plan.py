@@ -317,10 +317,17 @@ def test_playbooks_collect_exactly_the_settings_the_plan_reads():
     with open(os.path.join(REPO, 'playbooks', 'vars', 'nim_plan.yml'), encoding='utf-8') as handle:
         plan_vars = yaml.safe_load(handle)
     assert plan_vars['nim_plan_settings'] == list(nim_plan.SETTING_NAMES)
-    for book in ('deploy_kubernetes.yml', 'preflight.yml'):
-        with open(os.path.join(REPO, 'playbooks', book), encoding='utf-8') as handle:
-            plays = yaml.safe_load(handle)
-        assert any('vars/nim_plan.yml' in play.get('vars_files', []) for play in plays), book
+    with open(os.path.join(REPO, 'playbooks', 'preflight.yml'), encoding='utf-8') as handle:
+        plays = yaml.safe_load(handle)
+    assert any('vars/nim_plan.yml' in play.get('vars_files', []) for play in plays)
+    # The plan is made in one place only (playbooks/tasks/plan.yml, which preflight.yml imports).
+    callers = []
+    for base, _dirs, files in os.walk(os.path.join(REPO, 'playbooks')):
+        for name in files:
+            with open(os.path.join(base, name), encoding='utf-8') as handle:
+                if '  nimstack.multinode.nim_plan:\n' in handle.read():
+                    callers.append(os.path.relpath(os.path.join(base, name), REPO))
+    assert callers == ['playbooks/tasks/plan.yml']
     assert 'nim_ngc_api_key' not in nim_plan.SETTING_NAMES
 
 
