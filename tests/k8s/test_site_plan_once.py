@@ -64,8 +64,8 @@ def _site(workdir, inventory, render_dir, *args):
     try:
         return proc.returncode, json.loads(proc.stdout), proc.stderr
     except ValueError:
-        raise AssertionError('no JSON from the callback (rc %d):\n%s\n%s' % (proc.returncode, proc.stdout[-3000:],
-                                                                            proc.stderr[-3000:]))
+        raise AssertionError('no JSON from the callback (rc %d):\n%s\n%s'
+                             % (proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:]))
 
 
 def _results(run):
