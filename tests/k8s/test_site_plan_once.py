@@ -24,7 +24,7 @@ SITE = os.path.join(REPO, 'playbooks', 'site.yml')
 PLAN_ACTION = 'nimstack.multinode.nim_plan'
 VALIDATE_TASK = "Ensure the controller and the inventory meet the collection's requirements"
 # What a play over nim_nodes may run without contacting the host.
-CONTROLLER_SIDE = {PLAN_ACTION, 'ansible.builtin.set_fact', 'ansible.builtin.debug', 'ansible.builtin.group_by',
+CONTROLLER_SIDE = {PLAN_ACTION, 'ansible.builtin.set_fact', 'ansible.builtin.debug', 'ansible.builtin.add_host',
                    'ansible.builtin.fail', 'ansible.builtin.assert', 'ansible.builtin.meta'}
 
 
