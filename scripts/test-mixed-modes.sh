@@ -57,10 +57,12 @@ for host in "${k8s_hosts[@]}"; do
       | grep -q "\[$host\]"; then
     fail "$host appears in a play after the preflight"
   fi
-  grep -E "^$host +:" "$logs/site.log" | grep -q 'unreachable=0 +failed=0' \
-    || fail "$host: $(grep -E "^$host +:" "$logs/site.log")"
+  # In the recap only where a task of the preflight counted on it (its tasks run once, on the
+  # first host); never unreachable, never failed.
+  recap_line=$(grep -E "^$host +:" "$logs/site.log" || true)
+  [[ -z $recap_line ]] || grep -Eq 'unreachable=0 +failed=0' <<<"$recap_line" || fail "$recap_line"
 done
-echo "   ${k8s_hosts[*]}: in the preflight only (the plan run on the controller), unreachable=0"
+echo "   ${k8s_hosts[*]}: in the preflight only (the plan run on the controller), never unreachable"
 
 step "the Docker group serves"
 probe_ready || fail "the Docker group's endpoint is not ready"
