@@ -14,7 +14,7 @@ from ansible_collections.nimstack.multinode.plugins.module_utils.inventory_check
     DEFAULT_NODE_GROUP,
     DEFAULT_SUPPORTED_OS,
     InventoryCheckError,
-    check_inventory,
+    check_inventory as _check_inventory,
 )
 from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import CHECKED_VARIABLES
 
@@ -44,7 +44,8 @@ def _inputs(hostvars, host):
 def inventory_problems(hostvars, groups, ansible_version, node_group=DEFAULT_NODE_GROUP,
                        default_group='default', min_version=DEFAULT_MIN_VERSION,
                        max_version=DEFAULT_MAX_VERSION, supported_os=None, check_os=True,
-                       check_inputs=True, input_groups=('nfs_server', 'nim_frontend')):
+                       check_inputs=True, input_groups=('nfs_server', 'nim_frontend'),
+                       check_inventory=True):
     if not isinstance(ansible_version, str):
         raise AnsibleFilterError('inventory_problems: ansible_version must be a string such as '
                                  'ansible_version.full, got %r' % (ansible_version,))
@@ -63,11 +64,12 @@ def inventory_problems(hostvars, groups, ansible_version, node_group=DEFAULT_NOD
             input_hosts.extend(h for h in (groups or {}).get(group) or [] if h not in input_hosts)
         input_vars = dict((host, _inputs(hostvars, host)) for host in input_hosts)
     try:
-        return check_inventory(groups, host_vars, ansible_version, node_group=node_group,
-                               default_group=default_group, min_version=min_version,
-                               max_version=max_version,
-                               supported_os=supported_os or DEFAULT_SUPPORTED_OS,
-                               host_facts=host_facts, input_vars=input_vars)
+        return _check_inventory(groups, host_vars, ansible_version, node_group=node_group,
+                                default_group=default_group, min_version=min_version,
+                                max_version=max_version,
+                                supported_os=supported_os or DEFAULT_SUPPORTED_OS,
+                                host_facts=host_facts, input_vars=input_vars,
+                                inventory=check_inventory)
     except InventoryCheckError as exc:
         raise AnsibleFilterError('inventory_problems: %s' % exc)
 

@@ -94,6 +94,14 @@ def check_group_members(groups, node_group=DEFAULT_NODE_GROUP):
             "node in that group" % node_group], []
 
 
+def rank_value_problem(host, value):
+    """The problem with one host's nim_node_rank, or None (unset, or a non-negative whole number)."""
+    if value is None or parse_rank(value) is not None:
+        return None
+    return ('host %s: nim_node_rank=%r is not a non-negative whole number (0 is the leader; leave it '
+            'unset to rank hosts in inventory order)' % (host, value))
+
+
 def check_host_vars(hosts, host_vars, default_group):
     """Check nim_group and nim_node_rank of every host and the ranks within each group.
 
@@ -112,33 +120,59 @@ def check_host_vars(hosts, host_vars, default_group):
                             % (host, group, GROUP_NAME_RULE))
             continue
         members.setdefault(group, []).append(host)
-        if 'nim_node_rank' in hvars and hvars['nim_node_rank'] is not None:
-            if parse_rank(hvars['nim_node_rank']) is None:
-                problems.append('host %s: nim_node_rank=%r is not a non-negative whole number '
-                                '(0 is the leader; leave it unset to rank hosts in inventory order)'
-                                % (host, hvars['nim_node_rank']))
+        problem = rank_value_problem(host, hvars.get('nim_node_rank'))
+        if problem:
+            problems.append(problem)
     for group in sorted(members):
-        problems.extend(_check_ranks(group, members[group], host_vars))
+        problems.extend(check_ranks(group, [(host, (host_vars.get(host) or {}).get('nim_node_rank'))
+                                            for host in members[group]]))
     return problems
 
 
-def _check_ranks(group, hosts, host_vars):
+def check_ranks(group, members):
+    """The rank rules of one deployment group: every explicit nim_node_rank unique and below the
+    group's size, so that the ranks run from 0 without a gap and rank 0, the leader, is held once.
+
+    members: [(host, nim_node_rank or None)] in inventory order. Values that are no rank at all
+    are rank_value_problem's; they are left out here. The one implementation of these rules: the
+    validator reports them per inventory, the planner (assign_ranks) refuses a group with them.
+    """
     problems = []
     by_rank = {}
-    for host in hosts:
-        rank = parse_rank((host_vars.get(host) or {}).get('nim_node_rank'))
+    for host, value in members:
+        rank = parse_rank(value)
         if rank is not None:
             by_rank.setdefault(rank, []).append(host)
     for rank in sorted(by_rank):
         if len(by_rank[rank]) > 1:
             problems.append('group %s: nim_node_rank=%d is set on %s; each rank must be unique '
                             'in a group' % (group, rank, ', '.join(by_rank[rank])))
-        if rank >= len(hosts):
+        if rank >= len(members):
             holders = ', '.join(by_rank[rank])
             problems.append('group %s: host %s has nim_node_rank=%d but the group has %d hosts; '
                             'ranks must be 0 to %d'
-                            % (group, holders, rank, len(hosts), len(hosts) - 1))
+                            % (group, holders, rank, len(members), len(members) - 1))
     return problems
+
+
+def assign_ranks(group, members):
+    """Give every member of a group its rank: explicit nim_node_rank first, the others the lowest
+    free ranks in inventory order.
+
+    members: [(host, nim_node_rank or None)] in inventory order. Returns (ranks, problems):
+    ranks maps host to rank, or is None when a rule of rank_value_problem or check_ranks fails
+    (problems names each).
+    """
+    problems = [p for p in (rank_value_problem(host, value) for host, value in members) if p]
+    problems.extend(check_ranks(group, members))
+    if problems:
+        return None, problems
+    explicit = set(parse_rank(value) for _host, value in members if value is not None)
+    free = [rank for rank in range(len(members)) if rank not in explicit]
+    ranks = {}
+    for host, value in members:
+        ranks[host] = free.pop(0) if value is None else parse_rank(value)
+    return ranks, []
 
 
 def _os_label(facts):
@@ -182,18 +216,23 @@ def check_os(hosts, host_facts, supported_os=DEFAULT_SUPPORTED_OS):
 def check_inventory(groups, host_vars, ansible_version, node_group=DEFAULT_NODE_GROUP,
                     default_group='default', min_version=DEFAULT_MIN_VERSION,
                     max_version=DEFAULT_MAX_VERSION, supported_os=DEFAULT_SUPPORTED_OS,
-                    host_facts=None, input_vars=None):
+                    host_facts=None, input_vars=None, inventory=True):
     """Run every check; return the list of problems (empty when all is well).
+
+    inventory False leaves out the version, node group, group name and rank checks (a later OS
+    check of a run whose inventory was validated already); the input and OS checks still run.
 
     host_facts None skips the OS check (no host contacted, e.g. controller-only planning).
     input_vars ({host: {variable: value}}, the public variables the inventory sets on the nodes
     and on other hosts the collection configures, e.g. the NFS server) adds the type, range and
     format checks of input_checks; None skips them.
     """
-    problems = check_ansible_version(ansible_version, min_version, max_version)
     group_problems, hosts = check_group_members(groups, node_group)
-    problems.extend(group_problems)
-    problems.extend(check_host_vars(hosts, host_vars, default_group))
+    problems = []
+    if inventory:
+        problems.extend(check_ansible_version(ansible_version, min_version, max_version))
+        problems.extend(group_problems)
+        problems.extend(check_host_vars(hosts, host_vars, default_group))
     if input_vars is not None:
         group_of = {}
         for host in hosts:

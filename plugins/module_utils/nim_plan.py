@@ -18,7 +18,8 @@ __metaclass__ = type
 import json
 import re
 
-from ansible_collections.nimstack.multinode.plugins.module_utils.inventory_checks import GROUP_NAME_RE, GROUP_NAME_RULE
+from ansible_collections.nimstack.multinode.plugins.module_utils.inventory_checks import (
+    GROUP_NAME_RE, GROUP_NAME_RULE, assign_ranks)
 from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import image_reference
 from ansible_collections.nimstack.multinode.plugins.module_utils.nim_parallelism import plan_parallelism
 from ansible_collections.nimstack.multinode.plugins.module_utils.nim_contract import ContractError, resolve_contract
@@ -241,52 +242,17 @@ def _normalise(name, settings, errors):
 
 
 def _assign_ranks(name, members, errors):
-    """Give every member its rank: explicit nim_node_rank first, the rest in inventory order.
+    """Give every member its rank by the validator's rules (inventory_checks.assign_ranks: explicit
+    nim_node_rank first, the rest in inventory order, unique and contiguous from 0).
 
     Returns the members sorted by rank, or None when the ranks are inconsistent.
     """
-    ok = True
-    explicit = {}
-    for member in members:
-        if member['rank'] in (None, ''):
-            continue
-        rank = _as_int(member['rank'])
-        if rank is None or rank < 0:
-            errors.append("group '%s': nim_node_rank=%r on host %s must be an integer >= 0"
-                          % (name, member['rank'], member['host']))
-            ok = False
-            continue
-        explicit.setdefault(rank, []).append(member)
-    for rank in sorted(explicit):
-        holders = explicit[rank]
-        if len(holders) > 1:
-            ok = False
-            if rank == 0:
-                errors.append("group '%s': nim_node_rank=0 is set on %s: a group has exactly one leader (rank 0)"
-                              % (name, _hosts(holders)))
-            else:
-                errors.append("group '%s': nim_node_rank=%d is set on %s: ranks must be unique"
-                              % (name, rank, _hosts(holders)))
-    if not ok:
+    values = [(m['host'], None if m['rank'] in (None, '') else m['rank']) for m in members]
+    ranks, problems = assign_ranks(name, values)
+    errors.extend(problems)
+    if ranks is None:
         return None
-    size = len(members)
-    for rank in sorted(explicit):
-        if rank >= size:
-            errors.append("group '%s': nim_node_rank=%d on host %s leaves a gap: the group has %d hosts (%s), so "
-                          "ranks run from 0 to %d" % (name, rank, explicit[rank][0]['host'], size, _hosts(members),
-                                                      size - 1))
-            ok = False
-    if not ok:
-        return None
-    free = [r for r in range(size) if r not in explicit]
-    ranked = []
-    for member in members:
-        if member['rank'] in (None, ''):
-            rank = free.pop(0)
-        else:
-            rank = _as_int(member['rank'])
-        ranked.append(dict(member, rank=rank))
-    return sorted(ranked, key=lambda m: m['rank'])
+    return sorted((dict(m, rank=ranks[m['host']]) for m in members), key=lambda m: m['rank'])
 
 
 def _layout_nodes(mode, contract, settings, members):

@@ -147,7 +147,7 @@ errors:
   type: list
   elements: str
   sample:
-    - "group 'default': nim_node_rank=0 is set on gpu-a, gpu-b: a group has exactly one leader (rank 0)"
+    - "group default: nim_node_rank=0 is set on gpu-a, gpu-b; each rank must be unique in a group"
 plan_warnings:
   description: Warnings of every group (idle GPUs, a short start timeout, ...).
   returned: always

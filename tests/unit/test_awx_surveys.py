@@ -190,8 +190,8 @@ def test_job_templates_run_existing_playbooks_with_a_known_survey():
     assert {t['name']: t.get('skip_tags') for t in templates} == {
         'nimstack preflight': None, 'nimstack site': None, 'nimstack smoke test': 'doctor', 'nimstack teardown': 'doctor',
         'nimstack prepare hosts': 'nfs,ssh_mesh', 'nimstack deploy': 'nvidia_driver,nvidia_container_toolkit,docker,rdma'}
-    with open(os.path.join(REPO, 'playbooks', 'check_hosts.yml')) as handle:
-        assert '- doctor' in handle.read(), 'the tag the templates skip is gone from check_hosts.yml'
+    with open(os.path.join(REPO, 'playbooks', 'plays', 'doctor.yml')) as handle:
+        assert '- doctor' in handle.read(), 'the tag the templates skip is gone from plays/doctor.yml'
     names = {t['name'] for t in templates}
     assert OBJECTS['nimstack_awx_workflow_chain'] == ['nimstack preflight', 'nimstack site', 'nimstack smoke test']
     assert set(OBJECTS['nimstack_awx_workflow_chain']) <= names
@@ -227,14 +227,14 @@ def test_the_sliced_workflow_prepares_in_slices_and_deploys_unsliced():
     # Only the deploy-side templates run unsliced.
     assert [n for n, t in templates.items() if 'job_slice_count' in t] == ['nimstack prepare hosts']
     # What the slices skip, the unsliced deploy runs, and the other way round: every preparation tag once.
-    with open(os.path.join(REPO, 'playbooks', 'prepare_hosts.yml')) as handle:
+    with open(os.path.join(REPO, 'playbooks', 'plays', 'prepare_hosts.yml')) as handle:
         prepare = handle.read()
     sliced = set(templates['nimstack prepare hosts']['skip_tags'].split(','))
     unsliced = set(templates['nimstack deploy']['skip_tags'].split(','))
     assert not sliced & unsliced
     assert sliced | unsliced == {'nvidia_driver', 'nvidia_container_toolkit', 'docker', 'rdma', 'nfs', 'ssh_mesh'}
     for tag in sliced | unsliced:
-        assert '- ' + tag + '\n' in prepare, 'prepare_hosts.yml no longer has the tag ' + tag
+        assert '- ' + tag + '\n' in prepare, 'plays/prepare_hosts.yml no longer has the tag ' + tag
 
 
 def test_every_job_template_gets_the_machine_and_ngc_credentials():

@@ -43,6 +43,15 @@ def test_check_os_false_reads_no_facts():
                         'unique in a group']
 
 
+def test_check_inventory_false_checks_only_the_os():
+    # The OS check of a run whose inventory the preflight validated: the ranks are not judged again.
+    problems = inventory_problems(HOSTVARS, GROUPS, '1.0', check_inputs=False, check_inventory=False)
+    assert problems == [
+        'host gpu-2: Ubuntu 20.04 (os_family Debian) is not supported; supported: Ubuntu '
+        '22.04/24.04, Debian 12, RedHat 9, Rocky 9 (validate_inventory_supported_os)',
+    ]
+
+
 def test_other_node_group_and_version_bounds():
     problems = inventory_problems(HOSTVARS, GROUPS, '2.19.14', node_group='gpus',
                                   min_version='2.20.0', check_os=False)

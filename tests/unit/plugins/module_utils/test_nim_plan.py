@@ -114,21 +114,34 @@ def test_explicit_leader_rank_reorders_the_group():
 
 
 def test_two_leaders_are_refused_naming_the_hosts():
+    # The validator's rank rules (inventory_checks.assign_ranks), so both report the same words.
     result = build_plan(_nodes(2, rank=[0, '0']))
     assert result['valid'] is False
     assert result['errors'] == [
-        "group 'default': nim_node_rank=0 is set on gpu-1, gpu-2: a group has exactly one leader (rank 0)"]
+        'group default: nim_node_rank=0 is set on gpu-1, gpu-2; each rank must be unique in a group']
 
 
 def test_duplicate_and_gapped_ranks_are_refused():
     duplicate = build_plan(_nodes(3, dict(LLAMA_405B, nim_pipeline_parallel=3), rank=[None, 1, 1]))
-    assert "group 'default': nim_node_rank=1 is set on gpu-2, gpu-3: ranks must be unique" in duplicate['errors']
+    assert 'group default: nim_node_rank=1 is set on gpu-2, gpu-3; each rank must be unique in a group' \
+        in duplicate['errors']
     gap = build_plan(_nodes(2, rank=[None, 3]))
     assert gap['errors'] == [
-        "group 'default': nim_node_rank=3 on host gpu-2 leaves a gap: the group has 2 hosts (gpu-1, gpu-2), "
-        "so ranks run from 0 to 1"]
+        'group default: host gpu-2 has nim_node_rank=3 but the group has 2 hosts; ranks must be 0 to 1']
     negative = build_plan(_nodes(2, rank=[None, 'first']))
-    assert negative['errors'] == ["group 'default': nim_node_rank='first' on host gpu-2 must be an integer >= 0"]
+    assert negative['errors'] == [
+        "host gpu-2: nim_node_rank='first' is not a non-negative whole number (0 is the leader; leave it "
+        "unset to rank hosts in inventory order)"]
+
+
+def test_planner_and_validator_share_the_rank_rules():
+    from ansible_collections.nimstack.multinode.plugins.module_utils.inventory_checks import check_host_vars
+    for ranks in ([0, '0'], [None, 3], [None, 'first'], [1, None], ['1', '0']):
+        nodes = _nodes(2, rank=ranks)
+        host_vars = dict((n['host'], {'nim_node_rank': n['rank']} if 'rank' in n else {}) for n in nodes)
+        validator = check_host_vars([n['host'] for n in nodes], host_vars, 'default')
+        planner = [e for e in build_plan(nodes)['errors'] if 'nim_node_rank' in e]
+        assert planner == validator, ranks
 
 
 def test_group_size_must_equal_pipeline_parallel_under_mpi():
@@ -304,10 +317,17 @@ def test_playbooks_collect_exactly_the_settings_the_plan_reads():
     with open(os.path.join(REPO, 'playbooks', 'vars', 'nim_plan.yml'), encoding='utf-8') as handle:
         plan_vars = yaml.safe_load(handle)
     assert plan_vars['nim_plan_settings'] == list(nim_plan.SETTING_NAMES)
-    for book in ('deploy_kubernetes.yml', 'preflight.yml'):
-        with open(os.path.join(REPO, 'playbooks', book), encoding='utf-8') as handle:
-            plays = yaml.safe_load(handle)
-        assert any('vars/nim_plan.yml' in play.get('vars_files', []) for play in plays), book
+    with open(os.path.join(REPO, 'playbooks', 'preflight.yml'), encoding='utf-8') as handle:
+        plays = yaml.safe_load(handle)
+    assert any('vars/nim_plan.yml' in play.get('vars_files', []) for play in plays)
+    # The plan is made in one place only (playbooks/tasks/plan.yml, which preflight.yml imports).
+    callers = []
+    for base, _dirs, files in os.walk(os.path.join(REPO, 'playbooks')):
+        for name in files:
+            with open(os.path.join(base, name), encoding='utf-8') as handle:
+                if '  nimstack.multinode.nim_plan:\n' in handle.read():
+                    callers.append(os.path.relpath(os.path.join(base, name), REPO))
+    assert callers == ['playbooks/tasks/plan.yml']
     assert 'nim_ngc_api_key' not in nim_plan.SETTING_NAMES
 
 
@@ -360,9 +380,9 @@ def test_launch_data_of_the_other_contracts_start_the_leader_first(contract, ste
 
 
 def test_host_index_names_each_hosts_group_rank_and_role():
-    nodes = _nodes(2, rank=[None, 0]) + [dict(n, host='k8s-%d' % i, group='k8s',
-                                             settings=dict(n['settings'], nim_deployment_mode='kubernetes'))
-                                        for i, n in enumerate(_nodes(2))]
+    k8s_settings = dict(LLAMA_405B, nim_deployment_mode='kubernetes')
+    nodes = _nodes(2, rank=[None, 0]) + [dict(n, host='k8s-%d' % i, group='k8s', settings=dict(k8s_settings))
+                                         for i, n in enumerate(_nodes(2))]
     result = build_plan(nodes)
     assert result['valid'], result['errors']
     assert result['hosts']['gpu-2'] == {'group': 'default', 'mode': 'docker', 'rank': 0, 'role': 'leader'}
