@@ -9,7 +9,7 @@ COLLECTION_LINK := build/collections/ansible_collections/nimstack/multinode
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: test labs deps link lint units k8s build-check sanity bad-inputs molecule molecule-nvidia molecule-others lab-test standin-test docker-path-test mixed-modes-test contracts-test docs-check awx-test doctor-test security-test k8s-cluster k8s-cluster-down k8s-live-test lab lab-down clean
+.PHONY: test labs deps link lint units k8s build-check sanity bad-inputs molecule molecule-nvidia molecule-others lab-test standin-test docker-path-test contracts-test docs-check awx-test doctor-test security-test k8s-cluster k8s-cluster-down k8s-live-test lab lab-down clean
 
 test: deps lint units k8s build-check sanity docs-check bad-inputs labs
 
@@ -81,13 +81,8 @@ standin-test: deps
 docker-path-test: deps
 	LAB_REUSE=1 LAB_KEEP=1 scripts/test-docker-path.sh
 
-# One inventory with the lab's Docker group and a render-only Kubernetes group whose hosts are never
-# contacted: one site.yml run deploys both (the plan made once), the Docker group serves, teardown.
-mixed-modes-test: deps
-	LAB_REUSE=1 LAB_KEEP=1 scripts/test-mixed-modes.sh
-
-# The same inventory under ray and leader_address (and switched to mpi and back): serving, re-run
-# idempotent, a killed worker recovered by the next run, nothing of the old contract left.
+# The same inventory under ray and leader_address (and switched to mpi and back), beside a render-only
+# Kubernetes group (one site.yml, two modes, one plan): serving, re-run idempotent, a killed worker recovered by the next run, nothing of the old contract left.
 contracts-test: deps
 	LAB_REUSE=1 scripts/test-contracts.sh
 

@@ -2,7 +2,10 @@
 # The three launch contracts on one 3-host lab (TP 1, PP 3), changing only nim_launch_contract,
 # with the stand-in image that speaks each for real (docs/lab-standin.md):
 #   1. auto on an image tag that is no release version is refused before any host changes;
-#   2. ray on the lab (a fresh one, or with LAB_REUSE the one test-docker-path.sh left): serving,
+#   2. ray on the lab (a fresh one, or with LAB_REUSE the one test-docker-path.sh left), by a
+#      site.yml whose inventory also holds a render-only Kubernetes group (inventories/lab-mixed):
+#      the plan is made once and the inventory validated once, the Kubernetes group is rendered
+#      and its hosts (which resolve nowhere) are never contacted; the Docker group is serving,
 #      every worker in the leader's log, no SSH mesh or hostfile, a re-run of the deployment
 #      changes nothing, a worker killed after the rollout: the next run restarts the
 #      group as a whole, says so, and it serves again;
@@ -56,6 +59,37 @@ workers_in_leader_log() {
   done
 }
 
+# How many hosts a task ran on (ok or changed, not skipped) in a log of the default callback.
+task_runs() {
+  awk -v task="$2" '
+    /^(TASK|PLAY|RUNNING HANDLER) \[/ { inside = index($0, "TASK [" task "]") == 1 }
+    inside && /^(ok|changed): \[/ { count++ }
+    END { print count + 0 }' "$1"
+}
+
+# One site.yml run for a Docker group and a render-only Kubernetes group (inventories/lab-mixed):
+# one plan, one validation, the Kubernetes group rendered and its hosts never contacted.
+mixed_run_checks() {
+  local log=$1 plans checks host recap_line
+  plans=$(task_runs "$log" "Plan every deployment group once, on the controller")
+  checks=$(task_runs "$log" \
+    "nimstack.multinode.validate_inventory : Ensure the controller and the inventory meet the collection's requirements")
+  echo "   nim_plan ran $plans time(s), the inventory validation $checks time(s) in one site.yml run"
+  ((plans == 1)) || fail "nim_plan ran $plans times in one site.yml run"
+  ((checks == 1)) || fail "the inventory was validated $checks times in one site.yml run"
+  [[ -f $render/k8s/LeaderWorkerSet-nim-k8s.yaml ]] || { find "$render"; fail "no LeaderWorkerSet rendered for group k8s"; }
+  for host in lab-k8s-1 lab-k8s-2; do
+    # After the preflight, a Kubernetes host appears in no task result; in the recap only where
+    # a preflight task counted on it, never unreachable or failed.
+    if sed -n '/^PLAY \[Check the distribution of every Docker node\]/,/^PLAY RECAP/p' "$log" | grep -q "\[$host\]"; then
+      fail "$host appears in a play after the preflight"
+    fi
+    recap_line=$(grep -E "^$host +:" "$log" || true)
+    [[ -z $recap_line ]] || grep -Eq 'unreachable=0 +failed=0' <<<"$recap_line" || fail "$recap_line"
+  done
+  echo "   the Kubernetes group rendered ($(cd "$render" && find . -type f | wc -l) files), its hosts never contacted"
+}
+
 # Deploy under one contract, check it serves as that contract, re-run, then kill a worker and
 # let the next run recover the group.
 contract_round() {
@@ -64,6 +98,7 @@ contract_round() {
   play_ok "$logs/site-$contract.log" -e "nim_launch_contract=$contract"
   log_says "$logs/site-$contract.log" "launch contract $contract: nim_launch_contract=$contract is set explicitly" \
     || fail "site.yml did not report the contract decision"
+  [[ $contract != ray || -n ${ray_done:-} ]] || { mixed_run_checks "$logs/site-$contract.log"; ray_done=1; }
   serves "$logs/smoke-$contract.json" || { cat "$logs/smoke-$contract.json"; fail "not serving under $contract"; }
   echo "   $(cut -c1-170 "$logs/smoke-$contract.json")"
   on "$leader" docker inspect -f '{{json .Config.Cmd}}' "$container" | grep -q -- "$expect_cmd" \
@@ -100,6 +135,11 @@ log_says "$logs/auto-refused.log" "nim_launch_contract=auto cannot tell the NIM 
   || { tail -20 "$logs/auto-refused.log"; fail "the refusal does not name nim_launch_contract"; }
 (($(recap changed "$logs/auto-refused.log") == 0)) || fail "the refused run changed a host"
 
+# Every run of this test also carries a render-only Kubernetes group: one site.yml, two modes.
+render=$repo/$logs/k8s-render
+rm -rf "$render"
+play_args+=(-i inventories/lab-mixed -e "nim_k8s_render_dir=$render" -e nim_k8s_backend=lws
+            -e nim_k8s_install_components=false)
 contract_round ray '"nim-serve-ray","--head"'
 contract_round leader_address '"/opt/nim/start_server.sh"'
 

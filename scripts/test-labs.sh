@@ -5,7 +5,7 @@
 # name and printed as they come.
 #
 #   stream a: standin-test, doctor-test (each on a lab of its own), then
-#             lab-test -> docker-path-test -> mixed-modes-test -> contracts-test (one lab,
+#             lab-test -> docker-path-test -> contracts-test (one lab,
 #             prepared once, handed on)
 #   stream b: awx-test, security-test (each on a lab of its own), then the molecule scenarios of
 #             every role but the NVIDIA ones
@@ -23,7 +23,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 
-stream_a=(standin-test doctor-test lab-test docker-path-test mixed-modes-test contracts-test)
+stream_a=(standin-test doctor-test lab-test docker-path-test contracts-test)
 stream_b=(awx-test security-test molecule-others)
 stream_c=(k8s-live-test molecule-nvidia)
 
