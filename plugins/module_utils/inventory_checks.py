@@ -15,19 +15,14 @@ __metaclass__ = type
 import re
 
 from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import check_inputs
+from ansible_collections.nimstack.multinode.plugins.module_utils.platforms import SUPPORTED_OS
 
 DEFAULT_NODE_GROUP = 'nim_nodes'
 DEFAULT_MIN_VERSION = '2.16.0'
 DEFAULT_MAX_VERSION = '2.21.0'
 
-# Matched against distribution_version first, then distribution_major_version: Ubuntu pins a
-# point release (22.04), the others a major version (Debian 12.x, RHEL/Rocky 9.x).
-DEFAULT_SUPPORTED_OS = (
-    {'distribution': 'Ubuntu', 'versions': ['22.04', '24.04']},
-    {'distribution': 'Debian', 'versions': ['12']},
-    {'distribution': 'RedHat', 'versions': ['9']},
-    {'distribution': 'Rocky', 'versions': ['9']},
-)
+# Matched against distribution_version first, then distribution_major_version (module_utils/platforms.py).
+DEFAULT_SUPPORTED_OS = SUPPORTED_OS
 
 # A DNS-1035 label short enough to leave room for what is added to it: the group name becomes
 # part of container, Service and LeaderWorkerSet names, and LWS derives pod names and label values
