@@ -381,8 +381,8 @@ def test_launch_data_of_the_other_contracts_start_the_leader_first(contract, ste
 
 def test_host_index_names_each_hosts_group_rank_and_role():
     k8s_settings = dict(LLAMA_405B, nim_deployment_mode='kubernetes')
-    nodes = _nodes(2, rank=[None, 0]) + [dict(n, host='k8s-%d' % i, group='k8s', settings=dict(k8s_settings))
-                                         for i, n in enumerate(_nodes(2))]
+    k8s_nodes = [dict(n, host='k8s-%d' % i, group='k8s', settings=dict(k8s_settings)) for i, n in enumerate(_nodes(2))]
+    nodes = _nodes(2, rank=[None, 0]) + k8s_nodes
     result = build_plan(nodes)
     assert result['valid'], result['errors']
     assert result['hosts']['gpu-2'] == {'group': 'default', 'mode': 'docker', 'rank': 0, 'role': 'leader'}
