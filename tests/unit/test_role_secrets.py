@@ -197,9 +197,10 @@ def test_serving_ranks_get_the_key_only_without_a_downloader(download_model, key
     (True, False, True),
 ])
 def test_the_env_file_stays_only_where_a_container_reads_it(leader, download_model, expected):
-    rank = {'role': 'leader' if leader else 'worker'}
+    # The host's entry of the plan (plan.hosts) says whether it leads.
+    entry = {'role': 'leader' if leader else 'worker'}
     assert _render('_nim_docker_env_file_needed | bool', nim_docker_download_model=download_model,
-                   nim_docker_ngc_api_key='nvapi-abc', _nim_docker_rank=rank) is expected
+                   nim_docker_ngc_api_key='nvapi-abc', _nim_docker_entry=entry) is expected
 
 
 @pytest.mark.parametrize('key,expected', [

@@ -1,0 +1,29 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, nimstack maintainers
+# SPDX-License-Identifier: Apache-2.0
+"""Filters docker_preflight_groups and docker_preflight_problems: the Docker path's preflight
+(docs in docker_preflight_problems.yml and docker_preflight_groups.yml)."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+from ansible_collections.nimstack.multinode.plugins.module_utils.docker_preflight import (
+    preflight_groups,
+    preflight_problems,
+)
+
+
+def docker_preflight_groups(plan, play_hosts, inputs=None):
+    return preflight_groups(plan, play_hosts, inputs)
+
+
+def docker_preflight_problems(plan, play_hosts, inputs, deploying=True, allow_partial=False, secrets_gid=0,
+                              ulimits=None):
+    return preflight_problems(plan, play_hosts, inputs, deploying=bool(deploying), allow_partial=bool(allow_partial),
+                              secrets_gid=secrets_gid, ulimits=ulimits)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {'docker_preflight_groups': docker_preflight_groups,
+                'docker_preflight_problems': docker_preflight_problems}

@@ -1,0 +1,139 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, nimstack maintainers
+# SPDX-License-Identifier: Apache-2.0
+"""The Docker path's preflight (role nim_docker, tasks/preflight.yml), on the controller.
+
+Pure functions of the plan of nim_plan ({groups, hosts}), the hosts of the play and, per group,
+the role's inputs as its first member in the play sees them (the role reads them from hostvars:
+only Ansible knows a host's variables). Every problem of every group comes back at once; the
+role fails once, naming them all.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import os
+import re
+
+ULIMIT_PATTERN = re.compile(r'^[a-z]+:-?[0-9]+(:-?[0-9]+)?$')
+
+EMPTY_PLAN = ('nim_docker_plan: empty; pass the plan of nimstack.multinode.nim_plan'
+              ' (playbooks/deploy_docker.yml does)')
+NOT_A_PLAN = ('nim_docker_plan: not a whole plan (it has no groups and hosts); pass the result of'
+              ' nimstack.multinode.nim_plan (nim_planned), not its groups')
+
+
+def _as_int(value):
+    # As Jinja's int filter: what is not a whole number counts as 0.
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        try:
+            return int(float(value))
+        except (TypeError, ValueError):
+            return 0
+
+
+def _as_list(value):
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    return [value]
+
+
+def _unique(items):
+    out = []
+    for item in items:
+        if item not in out:
+            out.append(item)
+    return out
+
+
+def docker_groups(plan):
+    """The Docker groups of the plan, one after the other by name."""
+    groups = (plan or {}).get('groups') or {} if isinstance(plan, dict) else {}
+    return sorted((g for g in groups.values() if isinstance(g, dict) and g.get('mode') == 'docker'),
+                  key=lambda g: g.get('name') or '')
+
+
+def image_of(settings):
+    """The image reference of a group: a digest-pinned tag (sha256:...) joined with @, any other with :."""
+    tag = str(settings.get('nim_image_tag', '') if settings.get('nim_image_tag') is not None else '')
+    return '%s%s%s' % (settings.get('nim_image') or '', '@' if tag.startswith('sha256:') else ':', tag)
+
+
+def preflight_groups(plan, play_hosts, inputs=None):
+    """Every Docker group with a member in the play, with its members in and out of the play and,
+    when ``inputs`` ({group name: inputs}) holds its entry, the role's inputs for it."""
+    play = list(play_hosts or [])
+    out = []
+    for group in docker_groups(plan):
+        hosts = list(group.get('hosts') or [])
+        in_play = [h for h in hosts if h in play]
+        if not in_play:
+            continue
+        entry = {'name': group.get('name'), 'hosts': hosts, 'in_play': in_play,
+                 'missing': [h for h in hosts if h not in play]}
+        entry.update((inputs or {}).get(group.get('name')) or {})
+        out.append(entry)
+    return out
+
+
+def preflight_problems(plan, play_hosts, inputs, deploying=True, allow_partial=False, secrets_gid=0,
+                       ulimits=None, is_file=os.path.isfile):
+    """Every problem the Docker preflight finds, in one list without repeats.
+
+    plan: the whole plan of nim_plan. play_hosts: the hosts of the play. inputs: per group name,
+    the role's inputs as its first member in the play sees them: present (nim_docker_state is
+    present), archive (nim_docker_image_archive), archive_on_nodes, key_set (whether an NGC key is
+    set; never the key), registry, mesh_port (ssh_mesh_port, None when unset), ulimits. deploying:
+    whether the run deploys (a partial group is refused only then). allow_partial:
+    nim_docker_allow_partial_group. secrets_gid, ulimits: the play's nim_docker_secrets_gid and
+    nim_docker_ulimits. is_file: tells whether a path is a file on the controller.
+    """
+    errors = []
+    if not isinstance(plan, dict) or not plan:
+        errors.append(EMPTY_PLAN)
+    elif 'groups' not in plan or 'hosts' not in plan:
+        errors.append(NOT_A_PLAN)
+    groups = dict((g.get('name'), g) for g in docker_groups(plan))
+    summaries = preflight_groups(plan, play_hosts, inputs)
+    for summary in summaries:
+        name = summary['name']
+        group = groups[name]
+        settings = group.get('settings') or {}
+        launch = group.get('launch') or {}
+        if not group.get('valid', False):
+            errors.append("group '%s' is not valid: %s" % (name, '; '.join(str(e) for e in group.get('errors') or [])))
+        if summary['missing'] and deploying and not allow_partial:
+            errors.append(
+                "group '%s': members %s are not in this play (--limit, an AWX slice, a failed or unreachable host);"
+                ' a multi-node group is deployed as a whole, so include every member (--limit %s, or no --limit)'
+                ' and run again; host preparation alone (prepare_hosts.yml, --tags prepare) runs on part of a group'
+                % (name, ', '.join(summary['missing']), ','.join(summary['hosts'])))
+        present = bool(summary.get('present', True))
+        archive = summary.get('archive') or ''
+        if present and not archive and not summary.get('key_set', False):
+            errors.append(
+                "group '%s': nim_ngc_api_key (nim_docker_ngc_api_key) is empty, but %s is pulled from %s;"
+                ' provide the key (ansible-vault or an AWX credential) or ship the image as an archive'
+                ' (nim_docker_image_archive)' % (name, image_of(settings), summary.get('registry', '')))
+        if present and archive and not summary.get('archive_on_nodes', False) and not is_file(archive):
+            errors.append('nim_docker_image_archive=%s: no such file on the controller (set'
+                          ' nim_docker_image_archive_on_nodes=true when the path is on the nodes)' % archive)
+        mesh_port = summary.get('mesh_port')
+        ssh_port = settings.get('nim_ssh_port', '')
+        if present and launch.get('ssh_mesh') and mesh_port is not None and _as_int(mesh_port) != _as_int(ssh_port):
+            errors.append("group '%s': nim_ssh_port=%s but ssh_mesh_port=%s; the containers sshd and the mesh"
+                          ' ssh_config must agree on one port' % (name, ssh_port, mesh_port))
+    gid = str(secrets_gid)
+    if not (re.match(r'^[0-9]+$', gid) and int(gid) > 0):
+        errors.append('nim_docker_secrets_gid=%s: must be a numeric gid above 0 (the group nimstack-secrets;'
+                      ' inventory-wide nim_secrets_gid)' % gid)
+    for limits in [ulimits] + [s.get('ulimits') for s in summaries]:
+        wrong = [str(u) for u in _as_list(limits) if not ULIMIT_PATTERN.match(str(u))]
+        if wrong:
+            errors.append('nim_docker_ulimits: each entry is name:soft[:hard], e.g. memlock:-1:-1; got '
+                          + ', '.join(wrong))
+    return _unique(errors)

@@ -1,0 +1,200 @@
+# -*- coding: utf-8 -*-
+"""The Docker path's preflight (role nim_docker, tasks/preflight.yml): one test per rule, on plans
+that nim_plan builds, so the checks read the plan as the role receives it."""
+
+import pytest
+
+from ansible_collections.nimstack.multinode.plugins.module_utils.docker_preflight import (
+    EMPTY_PLAN,
+    NOT_A_PLAN,
+    image_of,
+    preflight_groups,
+    preflight_problems,
+)
+from ansible_collections.nimstack.multinode.plugins.module_utils.nim_plan import build_plan
+
+MODEL = {
+    'nim_image': 'nvcr.io/nim/meta/llama-3.1-405b-instruct',
+    'nim_image_tag': '1.3.0',
+    'nim_model': 'llama-3.1-405b',
+    'nim_precision': 'fp8',
+    'nim_tensor_parallel': 8,
+    'nim_pipeline_parallel': 2,
+    'nim_gpus_per_node': 8,
+    'nim_gpu_memory_gb': 80,
+}
+GOOD = {'present': True, 'archive': '', 'archive_on_nodes': False, 'key_set': True,
+        'registry': 'nvcr.io', 'mesh_port': None, 'ulimits': ['memlock:-1:-1', 'stack:67108864']}
+
+
+def _plan(groups=('a', 'b'), **settings):
+    nodes = []
+    for name in groups:
+        for index in range(2):
+            nodes.append({'host': '%s-%d' % (name, index), 'address': '10.0.%d.%d' % (len(nodes), index + 1),
+                          'group': name, 'settings': dict(MODEL, **settings)})
+    return build_plan(nodes)
+
+
+def _hosts(plan):
+    return sorted(plan['hosts'])
+
+
+def _inputs(plan, **changes):
+    return dict((name, dict(GOOD, **changes)) for name in plan['groups'])
+
+
+def _problems(plan, play=None, inputs=None, **kwargs):
+    kwargs.setdefault('secrets_gid', 1500)
+    kwargs.setdefault('ulimits', ['memlock:-1:-1'])
+    kwargs.setdefault('is_file', lambda path: path == '/srv/nim.tar')
+    return preflight_problems(plan, _hosts(plan) if play is None else play,
+                              _inputs(plan) if inputs is None else inputs, **kwargs)
+
+
+def test_a_good_plan_has_no_problem():
+    plan = _plan()
+    assert plan['valid'], plan['errors']
+    assert _problems(plan) == []
+
+
+def test_an_empty_plan_names_the_variable():
+    assert _problems({}, play=['a-0'], inputs={}) == [EMPTY_PLAN]
+    assert _problems(None, play=['a-0'], inputs={}) == [EMPTY_PLAN]
+
+
+def test_the_groups_alone_are_not_a_plan():
+    plan = _plan()
+    problems = _problems(plan['groups'], play=_hosts(plan), inputs=_inputs(plan))
+    assert problems == [NOT_A_PLAN]
+
+
+def test_an_invalid_group_names_the_planners_errors():
+    plan = _plan(groups=('a',), nim_pipeline_parallel=3)
+    assert not plan['groups']['a']['valid']
+    problems = _problems(plan)
+    assert problems[0].startswith("group 'a' is not valid: ")
+    assert '; '.join(plan['groups']['a']['errors']) in problems[0]
+
+
+def test_a_deploying_run_refuses_a_group_with_members_out_of_the_play():
+    plan = _plan()
+    problems = _problems(plan, play=['a-0', 'b-0', 'b-1'])
+    assert problems == [
+        "group 'a': members a-1 are not in this play (--limit, an AWX slice, a failed or unreachable host); a "
+        'multi-node group is deployed as a whole, so include every member (--limit a-0,a-1, or no --limit) and run '
+        'again; host preparation alone (prepare_hosts.yml, --tags prepare) runs on part of a group']
+
+
+def test_a_partial_group_passes_when_allowed_or_not_deploying():
+    plan = _plan()
+    play = ['a-0', 'b-0', 'b-1']
+    assert _problems(plan, play=play, allow_partial=True) == []
+    assert _problems(plan, play=play, deploying=False) == []
+
+
+def test_a_group_without_a_member_in_the_play_is_not_judged():
+    plan = _plan()
+    inputs = _inputs(plan)
+    inputs['a'].update(key_set=False, ulimits=['bad'])
+    assert _problems(plan, play=['b-0', 'b-1'], inputs=inputs) == []
+    assert [g['name'] for g in preflight_groups(plan, ['b-0', 'b-1'])] == ['b']
+
+
+def test_a_pulled_image_needs_the_key_of_its_own_group():
+    plan = _plan()
+    inputs = _inputs(plan)
+    inputs['b']['key_set'] = False
+    assert _problems(plan, inputs=inputs) == [
+        "group 'b': nim_ngc_api_key (nim_docker_ngc_api_key) is empty, but "
+        'nvcr.io/nim/meta/llama-3.1-405b-instruct:1.3.0 is pulled from nvcr.io; provide the key (ansible-vault or '
+        'an AWX credential) or ship the image as an archive (nim_docker_image_archive)']
+
+
+def test_an_archive_or_an_absent_state_needs_no_key():
+    plan = _plan()
+    assert _problems(plan, inputs=_inputs(plan, key_set=False, archive='/srv/nim.tar')) == []
+    assert _problems(plan, inputs=_inputs(plan, key_set=False, present=False)) == []
+
+
+def test_a_digest_tag_is_joined_with_an_at():
+    assert image_of({'nim_image': 'img', 'nim_image_tag': 'sha256:' + 'a' * 64}) == 'img@sha256:' + 'a' * 64
+    assert image_of({'nim_image': 'img', 'nim_image_tag': '1.3.0'}) == 'img:1.3.0'
+
+
+def test_an_archive_must_be_on_the_controller_unless_on_the_nodes():
+    plan = _plan(groups=('a',))
+    problems = _problems(plan, inputs=_inputs(plan, archive='/srv/missing.tar'))
+    assert problems == ['nim_docker_image_archive=/srv/missing.tar: no such file on the controller (set'
+                        ' nim_docker_image_archive_on_nodes=true when the path is on the nodes)']
+    assert _problems(plan, inputs=_inputs(plan, archive='/srv/missing.tar', archive_on_nodes=True)) == []
+    assert _problems(plan, inputs=_inputs(plan, archive='/srv/missing.tar', present=False)) == []
+
+
+def test_the_mesh_port_must_be_the_groups_ssh_port_where_it_needs_the_mesh():
+    plan = _plan(groups=('a',), nim_ssh_port=2222)
+    assert plan['groups']['a']['launch']['ssh_mesh']
+    assert _problems(plan, inputs=_inputs(plan, mesh_port=2200)) == [
+        "group 'a': nim_ssh_port=2222 but ssh_mesh_port=2200; the containers sshd and the mesh ssh_config must "
+        'agree on one port']
+    assert _problems(plan, inputs=_inputs(plan, mesh_port='2222')) == []
+    assert _problems(plan, inputs=_inputs(plan, mesh_port=None)) == []
+
+
+def test_a_group_without_the_mesh_ignores_the_mesh_port():
+    plan = _plan(groups=('a',), nim_launch_contract='ray', nim_image_tag='2.0.1')
+    assert not plan['groups']['a']['launch']['ssh_mesh']
+    assert _problems(plan, inputs=_inputs(plan, mesh_port=2200)) == []
+
+
+@pytest.mark.parametrize('gid', ['', 0, '0', 'nimstack', '-5', None])
+def test_the_secrets_gid_is_a_number_above_zero(gid):
+    plan = _plan(groups=('a',))
+    assert _problems(plan, secrets_gid=gid) == [
+        'nim_docker_secrets_gid=%s: must be a numeric gid above 0 (the group nimstack-secrets; inventory-wide '
+        'nim_secrets_gid)' % gid]
+
+
+def test_wrong_ulimits_are_named_once_whoever_sets_them():
+    plan = _plan()
+    message = 'nim_docker_ulimits: each entry is name:soft[:hard], e.g. memlock:-1:-1; got memlock=-1, NOFILE:1'
+    assert _problems(plan, ulimits=['memlock=-1', 'NOFILE:1', 'nofile:1:2']) == [message]
+    assert _problems(plan, inputs=_inputs(plan, ulimits=['memlock=-1', 'NOFILE:1'])) == [message]
+
+
+def test_every_problem_is_named_at_once():
+    plan = _plan()
+    inputs = _inputs(plan, key_set=False)
+    problems = _problems(plan, play=['a-0', 'b-0', 'b-1'], inputs=inputs, secrets_gid='', ulimits=['x'])
+    assert len(problems) == 5, problems
+    assert [p.split(':')[0] for p in problems] == [
+        "group 'a'", "group 'a'", "group 'b'", 'nim_docker_secrets_gid=', 'nim_docker_ulimits']
+
+
+def test_the_groups_name_their_members_in_and_out_of_the_play():
+    plan = _plan(groups=('b', 'a'))
+    groups = preflight_groups(plan, ['a-1', 'b-0', 'b-1'], {'a': {'key_set': True}})
+    assert groups == [
+        {'name': 'a', 'hosts': ['a-0', 'a-1'], 'in_play': ['a-1'], 'missing': ['a-0'], 'key_set': True},
+        {'name': 'b', 'hosts': ['b-0', 'b-1'], 'in_play': ['b-0', 'b-1'], 'missing': []}]
+
+
+def test_kubernetes_groups_are_not_judged():
+    plan = build_plan([{'host': 'k-%d' % i, 'address': '10.1.0.%d' % i, 'group': 'k',
+                        'settings': dict(MODEL, nim_deployment_mode='kubernetes')} for i in range(2)])
+    assert plan['groups']['k']['mode'] == 'kubernetes'
+    assert _problems(plan, inputs={'k': dict(GOOD, key_set=False)}) == []
+
+
+def test_every_message_is_quoted_on_the_troubleshooting_page():
+    import os
+    import re
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+    with open(os.path.join(repo, 'docs', 'troubleshooting.md')) as handle:
+        page = re.sub(r'\s+', ' ', handle.read())
+    for message in (EMPTY_PLAN, NOT_A_PLAN, 'nim_docker_image_archive_on_nodes=true when the path is on the nodes',
+                    'the containers sshd and the mesh ssh_config must agree on one port',
+                    'each entry is name:soft[:hard], e.g. memlock:-1:-1; got',
+                    'must be a numeric gid above 0 (the group nimstack-secrets; inventory-wide nim_secrets_gid)',
+                    'is pulled from'):
+        assert message in page, message
