@@ -337,6 +337,7 @@ def test_launch_data_of_mpi_starts_the_workers_first_and_needs_the_mesh():
         (False, True, True, False)
     assert launch['member_ports'] == [group['ports']['ssh']]
     assert launch['port_sets'] == ['mpi_btl']
+    assert launch['operator_multinode'] == 'mpi'
     targets = dict((m['target'], m['ranks']) for m in launch['mounts'])
     assert targets['/etc/mpi/hostfile'] == 'leader'
     assert targets['/ssh-confs/ssh_host_ed25519_key'] == 'worker'
@@ -357,12 +358,14 @@ def test_launch_data_of_the_other_contracts_start_the_leader_first(contract, ste
     assert launch['member_ports'] == [group['ports'][port]]
     assert not any(m['base'] == 'mesh' for m in launch['mounts'])
     assert launch['ray_token'] == (contract == 'ray')
+    # A NIMService's spec.multiNode knows mpi and ray; leader_address needs a LeaderWorkerSet of our own.
+    assert launch['operator_multinode'] == ('ray' if contract == 'ray' else None)
 
 
 def test_host_index_names_each_hosts_group_rank_and_role():
-    nodes = _nodes(2, rank=[None, 0]) + [dict(n, host='k8s-%d' % i, group='k8s',
-                                             settings=dict(n['settings'], nim_deployment_mode='kubernetes'))
-                                        for i, n in enumerate(_nodes(2))]
+    k8s_nodes = [dict(n, host='k8s-%d' % i, group='k8s', settings=dict(n['settings'], nim_deployment_mode='kubernetes'))
+                 for i, n in enumerate(_nodes(2))]
+    nodes = _nodes(2, rank=[None, 0]) + k8s_nodes
     result = build_plan(nodes)
     assert result['valid'], result['errors']
     assert result['hosts']['gpu-2'] == {'group': 'default', 'mode': 'docker', 'rank': 0, 'role': 'leader'}
