@@ -308,13 +308,18 @@ def _rank_env(rank, leader, settings, plan, mode, size, object_name, namespace, 
 # contract's name (docs/contracts.md). steps: what the Docker launcher does, in order;
 # ssh_mesh/hostfile: whether the group needs the SSH trust and an MPI hostfile; port_sets: the
 # port ranges (besides the group's own ports) only members may reach, named for nim_firewall.
+# operator_multinode: the key of the NIM Operator's NIMService spec.multiNode that runs the
+# contract (None: a NIMService cannot express it, only a LeaderWorkerSet of our own can).
 LAUNCH = {
     'mpi': {'steps': ('workers', 'workers_ready', 'leader', 'ready'),
-            'ssh_mesh': True, 'hostfile': True, 'ray_token': False, 'port_sets': ('mpi_btl',)},
+            'ssh_mesh': True, 'hostfile': True, 'ray_token': False, 'port_sets': ('mpi_btl',),
+            'operator_multinode': 'mpi'},
     'ray': {'steps': ('leader', 'workers_reach_leader', 'workers', 'ready'),
-            'ssh_mesh': False, 'hostfile': False, 'ray_token': True, 'port_sets': ('ray', 'ray_workers')},
+            'ssh_mesh': False, 'hostfile': False, 'ray_token': True, 'port_sets': ('ray', 'ray_workers'),
+            'operator_multinode': 'ray'},
     'leader_address': {'steps': ('leader', 'workers', 'ready'),
-                       'ssh_mesh': False, 'hostfile': False, 'ray_token': False, 'port_sets': ()},
+                       'ssh_mesh': False, 'hostfile': False, 'ray_token': False, 'port_sets': (),
+                       'operator_multinode': None},
 }
 
 # The mounts of every rank (docs/contracts.md): base is the host directory the role owns (cache:
@@ -367,6 +372,7 @@ def launch_of(contract, ranks, ports):
         'mounts': [dict(m) for m in _MOUNTS_ALL + _MOUNTS[contract]],
         'member_ports': sorted(int(port) for name, port in (ports or {}).items() if name != 'api'),
         'port_sets': list(spec['port_sets']),
+        'operator_multinode': spec['operator_multinode'],
     }
 
 

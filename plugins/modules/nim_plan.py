@@ -260,10 +260,12 @@ groups:
           C(path) in it, C(target) in the container (empty for the host path), C(mode),
           C(ranks) (C(all), C(leader), C(worker)) and C(needs); C(member_ports), the ports only
           the group's members may reach; C(port_sets), the named port ranges they also need
-          (C(mpi_btl), C(ray), C(ray_workers)).
+          (C(mpi_btl), C(ray), C(ray_workers)); C(operator_multinode), the key of the NIM
+          Operator's NIMService C(spec.multiNode) that runs the contract (C(mpi), C(ray); null
+          when only a LeaderWorkerSet of the collection's own can).
       type: dict
       sample: {steps: [leader, workers, ready], start_order: [gpu-a, gpu-b], leader_first: true, ssh_mesh: false,
-               hostfile: false, ray_token: false, member_ports: [29500], port_sets: [],
+               hostfile: false, ray_token: false, member_ports: [29500], port_sets: [], operator_multinode: null,
                mounts: [{base: cache, path: '', target: /model-store, mode: rw, ranks: all, needs: null}]}
 hosts:
   description:

@@ -61,6 +61,9 @@ SCENARIOS = {
     'lws-kai': ('lws', KAI),
     'operator-volcano': ('nim_operator', VOLCANO),
     'operator-kai': ('nim_operator', dict(KAI, nim_launch_contract='ray')),
+    # An image pinned by digest rather than a tag, on both backends.
+    'operator-digest': ('nim_operator', {'nim_image_tag': 'sha256:' + 'ab' * 32}),
+    'lws-digest': ('lws', {'nim_image_tag': 'sha256:' + 'ab' * 32}),
     # The manifest install of LWS with gang scheduling, from a local copy of the release manifest.
     'lws-volcano-file': ('lws', dict(VOLCANO, lws_install_method='file', lws_manifest_file=LWS_MANIFEST)),
 }

@@ -300,6 +300,17 @@ def test_deepseek_r1_seed_nimservice(renders):
     assert startup['probe']['periodSeconds'] * startup['probe']['failureThreshold'] == 7800
 
 
+def test_an_image_pinned_by_digest_is_pulled_by_digest(renders):
+    # The operator pulls repository:tag, so a digest splits as repo@sha256 and the hex.
+    digest = 'sha256:' + 'ab' * 32
+    image = renders['operator-digest'].one('NIMService')['spec']['image']
+    assert (image['repository'], image['tag']) == ('nvcr.io/nim/meta/llama-3.1-405b-instruct@sha256', 'ab' * 32)
+    assert '%s:%s' % (image['repository'], image['tag']) == 'nvcr.io/nim/meta/llama-3.1-405b-instruct@' + digest
+    lws = renders['lws-digest'].one('LeaderWorkerSet')['spec']['leaderWorkerTemplate']
+    for template in ('leaderTemplate', 'workerTemplate'):
+        assert lws[template]['spec']['containers'][0]['image'] == 'nvcr.io/nim/meta/llama-3.1-405b-instruct@' + digest
+
+
 def test_nimservice_ray_contract_sets_ray_never_mpi(renders):
     spec = renders['operator-ray'].one('NIMService')['spec']
     assert spec['multiNode']['ray'] == {'rayPort': 6379}

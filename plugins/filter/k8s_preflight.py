@@ -1,0 +1,45 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, nimstack maintainers
+# SPDX-License-Identifier: Apache-2.0
+"""Filters k8s_groups, k8s_problems and k8s_capacity_groups of the role nim_k8s (docs in the .yml files)."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.nimstack.multinode.plugins.module_utils import k8s_preflight
+
+
+def _plan(name, plan):
+    if not isinstance(plan, dict) or not isinstance(plan.get('groups'), dict):
+        raise AnsibleFilterError('%s: expects the whole plan of nimstack.multinode.nim_plan ({groups, hosts}), got %r'
+                                 % (name, type(plan).__name__))
+    return plan
+
+
+def _settings(name, settings):
+    if not isinstance(settings, dict):
+        raise AnsibleFilterError('%s: expects the nim_k8s settings as a mapping, got %r' % (name, type(settings).__name__))
+    return settings
+
+
+def k8s_groups(plan):
+    return k8s_preflight.k8s_groups(_plan('k8s_groups', plan))
+
+
+def k8s_problems(plan, settings):
+    return k8s_preflight.k8s_problems(_plan('k8s_problems', plan), _settings('k8s_problems', settings))
+
+
+def k8s_capacity_groups(plan, settings):
+    return k8s_preflight.capacity_groups(_plan('k8s_capacity_groups', plan), _settings('k8s_capacity_groups', settings))
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            'k8s_groups': k8s_groups,
+            'k8s_problems': k8s_problems,
+            'k8s_capacity_groups': k8s_capacity_groups,
+        }

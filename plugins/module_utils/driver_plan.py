@@ -1,0 +1,235 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, nimstack maintainers
+# SPDX-License-Identifier: Apache-2.0
+"""The decisions of the nvidia_driver role as pure functions: what is wrong with its inputs,
+what it installs, holds, releases and removes on one host, and why a host needs a reboot.
+
+The role passes its variables and what detect.yml found (GPUs, NVSwitches, NVLink 5, installed
+and held packages) as one mapping; the keys are the role's variable names without their
+prefix (nvidia_driver_branch -> branch, _nvidia_driver_pkg_mgr -> pkg_mgr). Nothing here reads
+the host; the file contents the plan also carries (repository file, nouveau blacklist, IMEX
+nodes) are templates the role renders itself.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import json
+import re
+
+from ansible_collections.nimstack.multinode.plugins.module_utils.rolling_restart import max_unavailable_problems
+
+PINNING_PREFIX = 'nvidia-driver-pinning-'
+URL_RE = re.compile(r'^(https?|file)://')
+_TRUE = ('y', 'yes', 'on', '1', 'true', 't', '1.0')
+
+
+class DriverPlanError(Exception):
+    """An input the role itself should have provided is missing."""
+
+
+def as_bool(value):
+    """Ansible's bool filter: True, 1, 'yes', 'on', 'true'... are true, everything else false."""
+    if isinstance(value, bool):
+        return value
+    if value is None:
+        return False
+    return str(value).strip().lower() in _TRUE
+
+
+def as_int(value):
+    """Ansible's int filter: a whole number, a float truncated, 0 for anything else."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        try:
+            return int(float(value))
+        except (TypeError, ValueError):
+            return 0
+
+
+def _text(value):
+    return '' if value is None else str(value)
+
+
+def _get(inputs, name):
+    try:
+        return inputs[name]
+    except KeyError:
+        raise DriverPlanError('the input %s is missing' % name)
+
+
+def driver_problems(inputs):
+    """Every problem with the role's inputs, each naming its variable or the host; [] when usable."""
+    branch = _text(_get(inputs, 'branch'))
+    version = _text(_get(inputs, 'version'))
+    min_branch = as_int(_get(inputs, 'min_branch'))
+    branch_re = re.compile(_get(inputs, 'branch_pattern'))
+    version_re = re.compile(_get(inputs, 'version_pattern'))
+    supported = list(_get(inputs, 'supported_platforms'))
+    arch_map = _get(inputs, 'repo_arch_map')
+    host = _get(inputs, 'host')
+    problems = []
+    if not (branch_re.match(branch) and as_int(branch) >= min_branch):
+        problems.append('nvidia_driver_branch=%s is not a driver branch: use three digits, %d or later (for example '
+                        '"580"); names such as "latest" are not pinnable' % (json.dumps(branch), min_branch))
+    if version != '' and not version_re.match(version):
+        problems.append('nvidia_driver_version=%s is not a driver version: use the full version such as "580.95.05", '
+                        'or leave it empty to track the newest driver of nvidia_driver_branch' % json.dumps(version))
+    if version_re.match(version) and version.split('.', 1)[0] != branch:
+        problems.append('nvidia_driver_version=%s does not belong to nvidia_driver_branch=%s'
+                        % (json.dumps(version), json.dumps(branch)))
+    platform = _get(inputs, 'platform')
+    if platform not in supported:
+        problems.append('host %s runs %s (os_family %s), which this role does not support; supported: %s. Set '
+                        'nvidia_driver_enabled=false for this host to leave it alone'
+                        % (host, platform, _get(inputs, 'os_family'), ', '.join(supported)))
+    architecture = _get(inputs, 'architecture')
+    if architecture not in arch_map:
+        problems.append('host %s is %s; NVIDIA publishes the driver for %s' % (host, architecture, ', '.join(arch_map)))
+    base_url = _get(inputs, 'repo_base_url')
+    if not URL_RE.match(_text(base_url)):
+        problems.append('nvidia_driver_repo_base_url=%s is not an http(s):// or file:// URL' % json.dumps(base_url))
+    if as_bool(_get(inputs, 'imex_enabled')) and len(_get(inputs, 'imex_nodes') or []) == 0:
+        problems.append('nvidia_driver_imex_enabled=true needs nvidia_driver_imex_nodes: the addresses of every node '
+                        'of the NVLink domain')
+    problems.extend(max_unavailable_problems(_get(inputs, 'max_unavailable_groups'),
+                                             'nvidia_driver_max_unavailable_groups'))
+    timeout = _get(inputs, 'reboot_timeout')
+    if as_int(timeout) <= 0:
+        problems.append('nvidia_driver_reboot_timeout=%s must be a positive number of seconds' % (timeout,))
+    return problems
+
+
+def installed_version(installed, package):
+    """The upstream version of an installed package: no epoch, no package revision ('' if absent)."""
+    value = _text((installed or {}).get(package, ''))
+    return re.sub(r'-.*$', '', re.sub(r'^[0-9]+:', '', value))
+
+
+def _repo_url(inputs, architecture):
+    url = _text(inputs.get('repo_url'))
+    if url:
+        return url.rstrip('/') + '/'
+    return '%s/%s/%s/' % (_text(_get(inputs, 'repo_base_url')).rstrip('/'), _get(inputs, 'repo_distro'),
+                          _get(inputs, 'repo_arch_map')[architecture])
+
+
+def _epel(inputs, architecture):
+    major = _text(_get(inputs, 'distribution_major_version'))
+    base = _text(inputs.get('epel_base_url')).rstrip('/')
+    return {
+        'name': 'epel',
+        'description': 'Extra Packages for Enterprise Linux %s' % major,
+        'baseurl': _text(inputs.get('epel_repo_url')) or '%s/%s/Everything/%s/' % (base, major, architecture),
+        'gpgkey': _text(inputs.get('epel_key_url')) or '%s/RPM-GPG-KEY-EPEL-%s' % (base, major),
+    }
+
+
+def driver_plan(inputs):
+    """The whole plan for one host: repository, packages and their versions, what is stale (to
+    remove), what conflicts, holds to release and to apply, whether anything changes, and the
+    services to run. The keys are those of the role's __nvidia_driver_plan but the file contents."""
+    pkg_mgr = _get(inputs, 'pkg_mgr')
+    apt, dnf = pkg_mgr == 'apt', pkg_mgr == 'dnf'
+    architecture = _get(inputs, 'architecture')
+    branch = _text(_get(inputs, 'branch'))
+    version = _text(_get(inputs, 'version'))
+    kernel_modules = _get(inputs, 'kernel_modules')
+    installed = _get(inputs, 'installed') or {}
+    nvswitches = list(_get(inputs, 'nvswitches') or [])
+    nvlink5 = as_bool(_get(inputs, 'nvlink5'))
+    imex = as_bool(_get(inputs, 'imex_enabled'))
+    hold = as_bool(_get(inputs, 'hold'))
+
+    meta = _get(inputs, 'meta_packages')[kernel_modules]
+    pin = version if version else branch
+    fabric = as_bool(_get(inputs, 'fabric_manager_enabled')) and (len(nvswitches) > 0 or nvlink5)
+    repo_url = _repo_url(inputs, architecture)
+    key_url = _text(inputs.get('repo_key_url')) or repo_url + _get(inputs, 'repo_key_file')
+
+    # Packages that follow the driver version; fabric manager must match the driver exactly.
+    versioned = ([meta] + (list(_get(inputs, 'fabric_packages')) if fabric else [])
+                 + (list(_get(inputs, 'nvlink5_versioned_packages'))
+                    if fabric and nvlink5 and architecture == 'x86_64' else [])
+                 + (list(_get(inputs, 'imex_packages')) if imex else []))
+    unversioned = list(_get(inputs, 'nvlink5_packages')) if fabric and nvlink5 else []
+    # apt picks the newest version matching the pattern, so a branch pin selects the branch;
+    # dnf gets the branch from the module stream and the exact version from the spec.
+    if apt:
+        suffix = '=' + (version + '-*' if version else branch + '.*')
+    else:
+        suffix = '-' + version if version else ''
+
+    current = installed_version(installed, meta)
+    pinning_package = PINNING_PREFIX + pin if apt else ''
+    # Only the pinning packages the role installs: a package of the site is never removed.
+    stale = [name for name in installed if name.startswith(PINNING_PREFIX) and name != PINNING_PREFIX + pin]
+    # The role never installs cuda-keyring: where it is, the site put it there.
+    conflicts = [name for name in _get(inputs, 'conflicting_packages') if name in installed] if apt else []
+    version_ok = current != '' and (current == version if version else current.split('.', 1)[0] == branch)
+
+    if apt:
+        hold_packages = ([pinning_package] if pinning_package else []) + versioned
+    else:
+        hold_packages = (['*nvidia*%s*' % pin]
+                         + (['cuda-drivers-%s*' % pin] if kernel_modules == 'proprietary' else []))
+    # Releasing drops every lock on NVIDIA driver packages (dnf) or the holds of the packages
+    # about to change (apt), so the package manager may replace them; hold re-applies them.
+    if apt and not (version_ok and not stale):
+        release = [name for name in (_get(inputs, 'held') or []) if name in hold_packages + stale]
+    elif dnf and current != '' and not version_ok:
+        release = ['*nvidia*', 'cuda-drivers*']
+    else:
+        release = []
+
+    headers = _get(inputs, 'headers_package')
+    return {
+        'platform': _get(inputs, 'platform'),
+        'package_manager': pkg_mgr,
+        'gpus': list(_get(inputs, 'gpus') or []),
+        'nvswitches': nvswitches,
+        'nvlink5': nvlink5,
+        'repo': {
+            'name': _get(inputs, 'repo_name'),
+            'url': repo_url,
+            'key_url': key_url,
+            'key_path': _get(inputs, 'repo_key_path'),
+            'path': _get(inputs, 'repo_path'),
+        },
+        'epel': _epel(inputs, architecture) if dnf and as_bool(_get(inputs, 'epel_enabled')) else {},
+        'crb': ({'name': _get(inputs, 'crb_repo'), 'manager': _get(inputs, 'crb_manager')}
+                if dnf and as_bool(_get(inputs, 'crb_enabled')) else {}),
+        'module_stream': ('nvidia-driver:%s-%s' % (branch, 'open' if kernel_modules == 'open' else 'dkms')
+                          if dnf else ''),
+        'headers_package': headers,
+        'prerequisites': list(_get(inputs, 'prerequisites')) + [headers],
+        'pinning_package': pinning_package,
+        'packages': [name + suffix for name in versioned] + unversioned,
+        'installed_version': current,
+        'change': not version_ok or len(stale) > 0,
+        'module_reset': dnf and current != '' and current.split('.', 1)[0] != branch,
+        'remove': stale,
+        'conflicts': conflicts,
+        'hold': {
+            'method': _get(inputs, 'hold_method') if hold else 'none',
+            'packages': hold_packages if hold else [],
+            'release': release,
+        },
+        'blacklist': {'path': _get(inputs, 'blacklist_path')},
+        'initramfs_command': list(_get(inputs, 'initramfs_command')),
+        'services': ((['nvidia-persistenced'] if as_bool(_get(inputs, 'persistenced_enabled')) else [])
+                     + (['nvidia-fabricmanager'] if fabric else [])
+                     + (['nvidia-imex'] if imex else [])),
+        'imex_nodes': {'path': _get(inputs, 'imex_nodes_path')},
+    }
+
+
+def reboot_reasons(nouveau_loaded, loaded_version, installed_module):
+    """Why the host must reboot before the installed driver is in use ([] when it need not): nouveau
+    holds the GPUs, or another NVIDIA module than the installed one is loaded."""
+    reasons = ['nouveau is loaded'] if as_bool(nouveau_loaded) else []
+    loaded, installed = _text(loaded_version), _text(installed_module)
+    if loaded and installed and loaded != installed:
+        reasons.append('the loaded NVIDIA module is %s, the installed one %s' % (loaded, installed))
+    return reasons

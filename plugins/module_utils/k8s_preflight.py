@@ -1,0 +1,182 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, nimstack maintainers
+# SPDX-License-Identifier: Apache-2.0
+"""What the nim_k8s role can deploy of a plan, and every problem with its settings.
+
+Pure functions of the plan (nimstack.multinode.nim_plan: {groups, hosts}) and of the role's
+settings (the nim_k8s_* variables, by name). The role's preflight fails once with every problem
+k8s_problems() returns; the messages are quoted in docs/troubleshooting.md. Nothing here reads a
+group's launch contract by name: what a backend can run is the launch data the plan gives
+(launch.operator_multinode).
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import re
+
+SCHEDULERS = ('default', 'volcano', 'kai')
+RESTART_POLICIES = ('RecreateGroupOnPodRestart', 'RecreateGroupAfterStart', 'None')
+# A Kubernetes label key: an optional DNS-subdomain prefix and a name of up to 63 characters.
+LABEL_KEY_RE = re.compile(r'^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?'
+                          r'[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$')
+# An int-or-string of LWS: a whole number, or a percentage such as 25%.
+INT_OR_PERCENT_RE = re.compile(r'^(0|[1-9][0-9]{0,5})%?$')
+PARTITION_RE = re.compile(r'^(0|[1-9][0-9]{0,5})$')
+PRIORITY_CLASS_RE = re.compile(r'^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$')
+# The LeaderWorkerSet settings a NIMService has no field for, with the defaults that leave them alone.
+LWS_ONLY_DEFAULTS = (
+    ('nim_k8s_restart_policy', 'RecreateGroupOnPodRestart'),
+    ('nim_k8s_rollout_max_unavailable', '1'),
+    ('nim_k8s_rollout_max_surge', '0'),
+    ('nim_k8s_rollout_partition', '0'),
+)
+
+PROBLEM_SCHEDULER = 'nim_k8s_scheduler must be default, volcano or kai, got %s'
+PROBLEM_KAI_QUEUE = ('nim_k8s_scheduler=kai needs nim_k8s_kai_queue, the KAI leaf queue of the groups (KAI '
+                     'schedules only workloads of a queue)')
+PROBLEM_QUEUE = '%s=%s is set but only applies to nim_k8s_scheduler=%s (got nim_k8s_scheduler=%s)'
+PROBLEM_TOPOLOGY = 'nim_k8s_exclusive_topology=%s is not a node label key (such as topology.kubernetes.io/rack)'
+PROBLEM_RESTART_POLICY = ('nim_k8s_restart_policy must be RecreateGroupOnPodRestart, RecreateGroupAfterStart '
+                          'or None, got %s')
+PROBLEM_INT_OR_PERCENT = '%s must be a whole number or a percentage such as 25%%, got %s'
+PROBLEM_ROLLOUT_ZERO = ('nim_k8s_rollout_max_unavailable and nim_k8s_rollout_max_surge cannot both be 0: '
+                        'no group could ever be replaced')
+PROBLEM_PARTITION = 'nim_k8s_rollout_partition must be a whole number of LWS groups (0 updates all), got %s'
+PROBLEM_PRIORITY_CLASS = ('nim_k8s_priority_class=%s is not the name of a PriorityClass '
+                          '(a DNS subdomain: lower case, digits, - and .)')
+PROBLEM_LWS_ONLY = ('%s=%s is a LeaderWorkerSet setting, but nim_k8s_backend=nim_operator builds its own '
+                    'LeaderWorkerSet (a NIMService has no such field); leave it at its default (%s) or use '
+                    'nim_k8s_backend=lws')
+PROBLEM_MODE = "group '%s' was planned for nim_deployment_mode=%s; plan it with deployment_mode: kubernetes"
+PROBLEM_CONTRACT = ("group '%s': nim_launch_contract=%s is not supported by nim_k8s_backend=nim_operator "
+                    "(its spec.multiNode knows mpi and ray); use nim_k8s_backend=lws")
+# The operator builds a LeaderWorkerSet of parallelism.pipeline pods, and none at all (a one-pod
+# Deployment) when it is 1: tensor parallelism across nodes is beyond what a NIMService expresses.
+PROBLEM_OPERATOR_LAYOUT = ("group '%s': nim_tensor_parallel=%s with nim_pipeline_parallel=%s spreads over %d "
+                           "nodes, but nim_k8s_backend=nim_operator runs one pod per pipeline stage (%s), so the "
+                           "NIM Operator would not make the group the plan needs; keep nim_tensor_parallel within "
+                           "a node (nim_pipeline_parallel = nodes) or use nim_k8s_backend=lws, which runs any layout")
+PROBLEM_RWX = ("group '%s' has %d ranks that all mount the model store: nim_k8s_storage_access_mode must be "
+               "ReadWriteMany, got %s")
+
+# The role's settings k8s_problems() reads, with the role's defaults.
+SETTING_DEFAULTS = {
+    'nim_k8s_backend': 'nim_operator',
+    'nim_k8s_scheduler': 'default',
+    'nim_k8s_kai_queue': '',
+    'nim_k8s_volcano_queue': '',
+    'nim_k8s_exclusive_topology': '',
+    'nim_k8s_restart_policy': 'RecreateGroupOnPodRestart',
+    'nim_k8s_rollout_max_unavailable': 1,
+    'nim_k8s_rollout_max_surge': 0,
+    'nim_k8s_rollout_partition': 0,
+    'nim_k8s_priority_class': '',
+    'nim_k8s_storage_access_mode': 'ReadWriteMany',
+    'nim_k8s_node_selector': {},
+    'nim_k8s_tolerations': [],
+}
+
+
+def _text(value):
+    """A value as Jinja's string filter writes it (True, None and numbers as Python prints them)."""
+    return value if isinstance(value, str) else str(value)
+
+
+def _matches(regex, value):
+    return not isinstance(value, bool) and regex.match(_text(value)) is not None
+
+
+def _settings(settings):
+    merged = dict(SETTING_DEFAULTS)
+    merged.update(dict((k, v) for k, v in (settings or {}).items() if k in SETTING_DEFAULTS))
+    return merged
+
+
+def k8s_groups(plan):
+    """The groups of the plan planned for Kubernetes, sorted by name."""
+    groups = (plan or {}).get('groups') or {}
+    return [groups[name] for name in sorted(groups) if groups[name].get('mode') == 'kubernetes']
+
+
+def settings_problems(settings):
+    """The problems of the role's own settings, whatever the groups."""
+    s = _settings(settings)
+    problems = []
+    scheduler = s['nim_k8s_scheduler']
+    if scheduler not in SCHEDULERS:
+        problems.append(PROBLEM_SCHEDULER % scheduler)
+    if scheduler == 'kai' and len(s['nim_k8s_kai_queue']) == 0:
+        problems.append(PROBLEM_KAI_QUEUE)
+    for var, wanted in (('nim_k8s_kai_queue', 'kai'), ('nim_k8s_volcano_queue', 'volcano')):
+        if len(s[var]) > 0 and scheduler != wanted:
+            problems.append(PROBLEM_QUEUE % (var, s[var], wanted, scheduler))
+    topology = s['nim_k8s_exclusive_topology']
+    if len(topology) > 0 and not LABEL_KEY_RE.match(topology):
+        problems.append(PROBLEM_TOPOLOGY % topology)
+    if s['nim_k8s_restart_policy'] not in RESTART_POLICIES:
+        problems.append(PROBLEM_RESTART_POLICY % (s['nim_k8s_restart_policy'],))
+    for var in ('nim_k8s_rollout_max_unavailable', 'nim_k8s_rollout_max_surge'):
+        if not _matches(INT_OR_PERCENT_RE, s[var]):
+            problems.append(PROBLEM_INT_OR_PERCENT % (var, s[var]))
+    if (_text(s['nim_k8s_rollout_max_unavailable']) in ('0', '0%')
+            and _text(s['nim_k8s_rollout_max_surge']) in ('0', '0%')):
+        problems.append(PROBLEM_ROLLOUT_ZERO)
+    if not _matches(PARTITION_RE, s['nim_k8s_rollout_partition']):
+        problems.append(PROBLEM_PARTITION % (s['nim_k8s_rollout_partition'],))
+    priority = s['nim_k8s_priority_class']
+    if len(priority) > 0 and not PRIORITY_CLASS_RE.match(priority):
+        problems.append(PROBLEM_PRIORITY_CLASS % priority)
+    if s['nim_k8s_backend'] == 'nim_operator':
+        for var, default in LWS_ONLY_DEFAULTS:
+            value = s[var] if var == 'nim_k8s_restart_policy' else _text(s[var])
+            if value != default:
+                problems.append(PROBLEM_LWS_ONLY % (var, value, default))
+    return problems
+
+
+def group_problems(group, settings):
+    """The problems of one group of the plan: its planner errors and what the backend cannot run."""
+    s = _settings(settings)
+    operator = s['nim_k8s_backend'] == 'nim_operator'
+    problems = list(group.get('errors') or [])
+    valid = group.get('valid')
+    name = group.get('name')
+    if valid and group.get('mode') != 'kubernetes':
+        problems.append(PROBLEM_MODE % (name, group.get('mode')))
+    launch = group.get('launch')
+    if operator and launch is not None and not launch.get('operator_multinode'):
+        problems.append(PROBLEM_CONTRACT % (name, group.get('contract')))
+    size = group.get('size')
+    layout = group.get('layout') or {}
+    if valid and operator and size and size != int(layout.get('pipeline_parallel')):
+        problems.append(PROBLEM_OPERATOR_LAYOUT % (name, layout.get('tensor_parallel'), layout.get('pipeline_parallel'),
+                                                   size, layout.get('pipeline_parallel')))
+    if size and size > 1 and s['nim_k8s_storage_access_mode'] != 'ReadWriteMany':
+        problems.append(PROBLEM_RWX % (name, size, s['nim_k8s_storage_access_mode']))
+    return problems
+
+
+def k8s_problems(plan, settings):
+    """Every problem of the role's settings and of the plan's Kubernetes groups, in order: the
+    settings first, then each group by name. A plan with no Kubernetes group at all names every
+    group it planned for another mode."""
+    problems = settings_problems(settings)
+    groups = k8s_groups(plan)
+    if not groups:
+        planned = (plan or {}).get('groups') or {}
+        groups = [planned[name] for name in sorted(planned)]
+    for group in groups:
+        problems.extend(group_problems(group, settings))
+    return problems
+
+
+def capacity_groups(plan, settings):
+    """What the capacity check (nimstack.multinode.nim_k8s_capacity) needs of each Kubernetes group."""
+    s = _settings(settings)
+    return [{'name': group['name'], 'size': int(group['size']), 'replicas': int(group['k8s']['replicas']),
+             'gpus_per_rank': int(group['layout']['gpus_per_rank']),
+             'node_selector': s['nim_k8s_node_selector'], 'tolerations': s['nim_k8s_tolerations'],
+             'topology_key': s['nim_k8s_exclusive_topology'], 'namespace': group['k8s']['namespace'],
+             'object_name': group['k8s']['name']}
+            for group in k8s_groups(plan)]

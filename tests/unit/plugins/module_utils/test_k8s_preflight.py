@@ -1,0 +1,216 @@
+# -*- coding: utf-8 -*-
+"""The nim_k8s preflight: every rule on the role's settings and on the plan's Kubernetes groups."""
+
+import pytest
+
+from ansible_collections.nimstack.multinode.plugins.module_utils import k8s_preflight
+from ansible_collections.nimstack.multinode.plugins.module_utils.k8s_preflight import (
+    capacity_groups,
+    k8s_groups,
+    k8s_problems,
+)
+from ansible_collections.nimstack.multinode.plugins.module_utils.nim_plan import build_plan
+
+LLAMA_405B = {
+    'nim_image': 'nvcr.io/nim/meta/llama-3.1-405b-instruct',
+    'nim_image_tag': '1.3.0',
+    'nim_precision': 'fp8',
+    'nim_tensor_parallel': 8,
+    'nim_pipeline_parallel': 2,
+    'nim_gpus_per_node': 8,
+    'nim_gpu_memory_gb': 80,
+    'nim_mpi_start_timeout': 3000,
+}
+LWS = {'nim_k8s_backend': 'lws'}
+OPERATOR = {'nim_k8s_backend': 'nim_operator'}
+
+
+def _plan(count=2, mode='kubernetes', group=None, **settings):
+    values = dict(LLAMA_405B, **settings)
+    nodes = [{'host': '%s-%d' % (group or 'gpu', i), 'address': '10.0.0.%d' % (11 + i), 'settings': dict(values)}
+             for i in range(count)]
+    for node in nodes:
+        if group:
+            node['group'] = group
+    return build_plan(nodes, deployment_mode=mode)
+
+
+def _merge(*plans):
+    merged = {'groups': {}, 'hosts': {}}
+    for plan in plans:
+        merged['groups'].update(plan['groups'])
+        merged['hosts'].update(plan['hosts'])
+    return merged
+
+
+def test_a_valid_plan_with_the_defaults_has_no_problem_on_either_backend():
+    assert k8s_problems(_plan(), LWS) == []
+    assert k8s_problems(_plan(), OPERATOR) == []
+    assert k8s_problems(_plan(), {}) == []
+
+
+def test_unknown_scheduler():
+    assert k8s_problems(_plan(), dict(LWS, nim_k8s_scheduler='slurm')) == [
+        'nim_k8s_scheduler must be default, volcano or kai, got slurm']
+
+
+def test_kai_needs_its_queue():
+    assert k8s_problems(_plan(), dict(LWS, nim_k8s_scheduler='kai')) == [k8s_preflight.PROBLEM_KAI_QUEUE]
+    assert k8s_problems(_plan(), dict(LWS, nim_k8s_scheduler='kai', nim_k8s_kai_queue='team-a')) == []
+
+
+@pytest.mark.parametrize('var, scheduler, wanted', [
+    ('nim_k8s_kai_queue', 'default', 'kai'),
+    ('nim_k8s_volcano_queue', 'kai', 'volcano'),
+])
+def test_a_queue_of_another_scheduler(var, scheduler, wanted):
+    settings = dict(LWS, nim_k8s_scheduler=scheduler, **{var: 'q'})
+    if scheduler == 'kai':
+        settings['nim_k8s_kai_queue'] = 'team-a'
+    assert k8s_problems(_plan(), settings) == [
+        '%s=q is set but only applies to nim_k8s_scheduler=%s (got nim_k8s_scheduler=%s)' % (var, wanted, scheduler)]
+
+
+@pytest.mark.parametrize('key, ok', [
+    ('topology.kubernetes.io/rack', True),
+    ('nvidia.com/gpu.clique', True),
+    ('rack', True),
+    ('not a label', False),
+    ('UPPER.example/x', False),
+    ('x' * 64, False),
+])
+def test_exclusive_topology_must_be_a_label_key(key, ok):
+    problems = k8s_problems(_plan(), dict(LWS, nim_k8s_exclusive_topology=key))
+    assert problems == ([] if ok else [
+        'nim_k8s_exclusive_topology=%s is not a node label key (such as topology.kubernetes.io/rack)' % key])
+
+
+@pytest.mark.parametrize('policy, ok', [
+    ('RecreateGroupOnPodRestart', True), ('RecreateGroupAfterStart', True), ('None', True), ('Always', False)])
+def test_restart_policy(policy, ok):
+    problems = k8s_problems(_plan(), dict(LWS, nim_k8s_restart_policy=policy))
+    assert problems == ([] if ok else [
+        'nim_k8s_restart_policy must be RecreateGroupOnPodRestart, RecreateGroupAfterStart or None, got Always'])
+
+
+@pytest.mark.parametrize('value, ok', [
+    (1, True), ('1', True), ('25%', True), ('100%', True), (0, True),
+    (True, False), ('-1', False), ('1.5', False), ('01', False), ('25 %', False), (1234567, False)])
+def test_rollout_max_unavailable_and_surge_are_int_or_percent(value, ok):
+    for var in ('nim_k8s_rollout_max_unavailable', 'nim_k8s_rollout_max_surge'):
+        # The other one stays 1, so that both can never be 0 here.
+        other = 'nim_k8s_rollout_max_surge' if var == 'nim_k8s_rollout_max_unavailable' else 'nim_k8s_rollout_max_unavailable'
+        problems = k8s_problems(_plan(), dict(LWS, **{var: value, other: 1}))
+        assert problems == ([] if ok else ['%s must be a whole number or a percentage such as 25%%, got %s' % (var, value)])
+
+
+@pytest.mark.parametrize('unavailable, surge', [(0, 0), ('0%', 0), ('0', '0%')])
+def test_rollout_cannot_have_both_at_zero(unavailable, surge):
+    assert k8s_problems(_plan(), dict(LWS, nim_k8s_rollout_max_unavailable=unavailable,
+                                      nim_k8s_rollout_max_surge=surge)) == [k8s_preflight.PROBLEM_ROLLOUT_ZERO]
+
+
+@pytest.mark.parametrize('value, ok', [(0, True), (2, True), ('3', True), (-1, False), (True, False), ('1%', False)])
+def test_rollout_partition(value, ok):
+    problems = k8s_problems(_plan(), dict(LWS, nim_k8s_rollout_partition=value))
+    assert problems == ([] if ok else [
+        'nim_k8s_rollout_partition must be a whole number of LWS groups (0 updates all), got %s' % value])
+
+
+@pytest.mark.parametrize('name, ok', [('nim-serving', True), ('a.b-c', True), ('Not_A_Name', False), ('-x', False)])
+def test_priority_class_is_a_dns_subdomain(name, ok):
+    problems = k8s_problems(_plan(), dict(LWS, nim_k8s_priority_class=name))
+    assert problems == ([] if ok else [
+        'nim_k8s_priority_class=%s is not the name of a PriorityClass (a DNS subdomain: lower case, digits, - and .)' % name])
+
+
+def test_the_operator_refuses_every_leaderworkerset_setting_but_its_default():
+    settings = dict(OPERATOR, nim_k8s_restart_policy='None', nim_k8s_rollout_partition=1,
+                    nim_k8s_rollout_max_unavailable='1', nim_k8s_rollout_max_surge='0')
+    suffix = (' is a LeaderWorkerSet setting, but nim_k8s_backend=nim_operator builds its own LeaderWorkerSet '
+              '(a NIMService has no such field); leave it at its default (%s) or use nim_k8s_backend=lws')
+    assert k8s_problems(_plan(), settings) == [
+        'nim_k8s_restart_policy=None' + suffix % 'RecreateGroupOnPodRestart',
+        'nim_k8s_rollout_partition=1' + suffix % '0',
+    ]
+    # The same settings are the LeaderWorkerSet's own on the lws backend.
+    assert k8s_problems(_plan(), dict(settings, nim_k8s_backend='lws')) == []
+
+
+def test_a_groups_planner_errors_come_through():
+    plan = _plan(nim_tensor_parallel=None)
+    assert not plan['valid']
+    problems = k8s_problems(plan, LWS)
+    assert problems == plan['groups']['default']['errors'] and problems
+
+
+def test_a_plan_without_kubernetes_groups_names_the_docker_ones():
+    assert k8s_problems(_plan(mode='docker'), LWS) == [
+        "group 'default' was planned for nim_deployment_mode=docker; plan it with deployment_mode: kubernetes"]
+
+
+def test_only_the_kubernetes_groups_of_a_mixed_plan_are_checked_and_deployed():
+    plan = _merge(_plan(group='k8s'), _plan(3, mode='docker', group='dock'))
+    assert [g['name'] for g in k8s_groups(plan)] == ['k8s']
+    assert k8s_problems(plan, LWS) == []
+
+
+def test_groups_are_sorted_by_name():
+    plan = _merge(_plan(group='zeta'), _plan(group='alpha'))
+    assert [g['name'] for g in k8s_groups(plan)] == ['alpha', 'zeta']
+
+
+def test_the_operator_cannot_run_a_launch_without_a_multinode_key():
+    plan = _plan(nim_launch_contract='leader_address', nim_socket_ifname='eth0')
+    assert k8s_problems(plan, LWS) == []
+    assert k8s_problems(plan, OPERATOR) == [
+        "group 'default': nim_launch_contract=leader_address is not supported by nim_k8s_backend=nim_operator "
+        "(its spec.multiNode knows mpi and ray); use nim_k8s_backend=lws"]
+
+
+def test_the_operator_reads_the_launch_data_not_the_contract_name():
+    plan = _plan()
+    plan['groups']['default']['launch']['operator_multinode'] = None
+    assert len(k8s_problems(plan, OPERATOR)) == 1
+    plan['groups']['default']['contract'] = 'leader_address'
+    plan['groups']['default']['launch']['operator_multinode'] = 'mpi'
+    assert k8s_problems(plan, OPERATOR) == []
+
+
+def test_the_operator_runs_one_pod_per_pipeline_stage():
+    plan = _plan(nim_launch_contract='ray', nim_tensor_parallel=16, nim_pipeline_parallel=1)
+    assert plan['valid'], plan['errors']
+    assert k8s_problems(plan, LWS) == []
+    assert k8s_problems(plan, OPERATOR) == [
+        "group 'default': nim_tensor_parallel=16 with nim_pipeline_parallel=1 spreads over 2 nodes, but "
+        "nim_k8s_backend=nim_operator runs one pod per pipeline stage (1), so the NIM Operator would not make "
+        "the group the plan needs; keep nim_tensor_parallel within a node (nim_pipeline_parallel = nodes) or use "
+        "nim_k8s_backend=lws, which runs any layout"]
+
+
+def test_a_multi_rank_group_needs_read_write_many():
+    assert k8s_problems(_plan(), dict(LWS, nim_k8s_storage_access_mode='ReadWriteOnce')) == [
+        "group 'default' has 2 ranks that all mount the model store: nim_k8s_storage_access_mode must be "
+        "ReadWriteMany, got ReadWriteOnce"]
+    single = _plan()
+    single['groups']['default']['size'] = 1
+    assert k8s_problems(single, dict(LWS, nim_k8s_storage_access_mode='ReadWriteOnce')) == []
+
+
+def test_settings_come_before_groups_and_every_problem_is_listed():
+    problems = k8s_problems(_plan(nim_tensor_parallel=None), dict(LWS, nim_k8s_scheduler='slurm', nim_k8s_priority_class='X'))
+    assert problems[0].startswith('nim_k8s_scheduler must be')
+    assert problems[1].startswith('nim_k8s_priority_class=X')
+    assert len(problems) > 2
+
+
+def test_capacity_groups_carry_what_the_capacity_check_needs():
+    settings = dict(LWS, nim_k8s_node_selector={'pool': 'gpu'}, nim_k8s_tolerations=[{'key': 'gpu'}],
+                    nim_k8s_exclusive_topology='topology.kubernetes.io/rack')
+    plan = _merge(_plan(group='llama', nim_k8s_replicas=2), _plan(3, mode='docker', group='dock'))
+    assert capacity_groups(plan, settings) == [{
+        'name': 'llama', 'size': 2, 'replicas': 2, 'gpus_per_rank': 8,
+        'node_selector': {'pool': 'gpu'}, 'tolerations': [{'key': 'gpu'}],
+        'topology_key': 'topology.kubernetes.io/rack', 'namespace': 'nim',
+        'object_name': plan['groups']['llama']['k8s']['name'],
+    }]
