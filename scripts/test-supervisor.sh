@@ -19,6 +19,7 @@
 #   scripts/test-supervisor.sh
 #   SUPERVISOR_CONTRACTS="mpi leader_address" scripts/test-supervisor.sh
 #   LAB_KEEP=1 scripts/test-supervisor.sh      leave the lab up for a look
+#   LAB_REUSE=1 scripts/test-supervisor.sh     the lab such a run left: deploy_docker.yml instead of site.yml
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -109,9 +110,15 @@ lab_fresh build/standin/nim-standin.tar "$hosts"
 } >"$NIMSTACK_LAB_DIR/supervisor.yml"
 play_args+=(-i "$NIMSTACK_LAB_DIR/supervisor.yml")
 
-step "site.yml: ${contracts[*]}, a group of two each, supervisors on every member"
 t=$(now)
-play_ok "$logs/site.log"
+if [[ -n ${LAB_REUSE:-} ]]; then
+  # The hosts were prepared by an earlier run that left the lab (LAB_KEEP): the deployment only.
+  step "LAB_REUSE: deploy_docker.yml: ${contracts[*]}, a group of two each, supervisors on every member"
+  PLAYBOOK=playbooks/deploy_docker.yml play_ok "$logs/site.log"
+else
+  step "site.yml: ${contracts[*]}, a group of two each, supervisors on every member"
+  play_ok "$logs/site.log"
+fi
 json test deploy groups "${#contracts[@]}" seconds "$(since "$t")"
 for c in "${contracts[@]}"; do
   g=${g_name[$c]}
@@ -172,11 +179,10 @@ for c in "${contracts[@]}"; do
   json test heal group "$g" contract "$c" killed "$role" cold_start_s "$cold" heal_s "$heal" ratio "$ratio"
   python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) < 2 * float(sys.argv[2]) else 1)' "$heal" "$cold" \
     || fail "$g: serving again took $heal s, not below 2 x the cold start ($cold s)"
+  wait_state "$l" "$g" formed 30
   on "$l" journalctl -u "nimstack-supervisor@$g" --no-pager -o cat >"$logs/journal-$g.log"
   grep -q "restarting the whole group" "$logs/journal-$g.log" || fail "$g: the journal does not say it restarted the group"
-  grep -m1 "restarting the whole group" "$logs/journal-$g.log" | cut -c1-200 | sed 's/^/   journal: /'
-  grep -m1 "serves again" "$logs/journal-$g.log" | sed 's/^/   journal: /'
-  wait_state "$l" "$g" formed 30
+  grep "restarting the whole group\|serves again" "$logs/journal-$g.log" | tail -2 | cut -c1-200 | sed 's/^/   journal: /'
   [[ $(state_on "$l" "$g" restarts) == "["*"]" ]] || fail "$g: no restart history in the state file"
   echo "   restart count of the killed rank: $restarts_before -> $(on "$victim" docker inspect -f '{{.RestartCount}}' "nim-$g")"
 done

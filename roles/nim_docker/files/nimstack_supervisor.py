@@ -41,7 +41,7 @@ def log(message, level=6):
 
 
 def write_json(path, value, mode=0o644):
-    tmp = '%s.tmp.%d' % (path, os.getpid())
+    tmp = '%s.tmp.%d.%d' % (path, os.getpid(), threading.get_ident())
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     with os.fdopen(fd, 'w') as handle:
         json.dump(value, handle, indent=1, sort_keys=True)
