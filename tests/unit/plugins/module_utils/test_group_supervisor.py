@@ -177,3 +177,19 @@ def test_the_shipped_program_is_valid_python_and_refuses_a_bad_config(tmp_path):
                           env=env, timeout=30, check=False)
     assert proc.returncode == 1
     assert b'self is missing' in proc.stdout
+
+
+def test_during_a_restart_only_the_started_ranks_must_run():
+    stopped = {'maintenance': False, 'rank': gs.observe(inspect(cid='h1', running=False), GROUP)}
+    reps = reports(h1=stopped)
+    snapshot = {'h2': gs.baseline_of(reps['h2']['rank'])}
+    # The leader (h1) is not started yet under mpi: its stopped container is no problem.
+    assert gs.check_started(HOSTS, ['h2'], reps, snapshot) == ('ok', '')
+    crashed = {'maintenance': False, 'rank': gs.observe(inspect(cid='h2', restarts=1), GROUP)}
+    verdict, cause = gs.check_started(HOSTS, ['h2'], reports(h1=stopped, h2=crashed), snapshot)
+    assert verdict == 'broken' and cause.startswith('rank on h2: it died')
+    looping = {'maintenance': False, 'rank': gs.observe(inspect(cid='h2', restarting=True), GROUP)}
+    assert gs.check_started(HOSTS, ['h2'], reports(h2=looping), {})[0] == 'broken'
+    assert gs.check_started(HOSTS, ['h2'], reports(h3=None), snapshot)[0] == 'isolated'
+    held = {'maintenance': True, 'rank': reps['h3']['rank']}
+    assert gs.check_started(HOSTS, ['h2'], reports(h3=held), snapshot)[0] == 'hold'
