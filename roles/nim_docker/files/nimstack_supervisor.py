@@ -299,6 +299,9 @@ class Supervisor(object):
         action = decision['action']
         if action in ('ok', 'baseline') and self.pending:
             action, decision = 'restart', dict(decision, cause=self.pending, problems={})
+        elif action == 'restart' and self.pending:
+            # What broke the last attempt comes first: the ranks that attempt stopped are its effect.
+            decision = dict(decision, cause='%s; now %s' % (self.pending, decision['cause']))
         if action == 'hold':
             self.baseline, self.pending = {}, ''
             self.set_state(gs.MAINTENANCE, decision['cause'])
