@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, nimstack maintainers
 # SPDX-License-Identifier: Apache-2.0
@@ -30,7 +29,7 @@ import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import group_supervisor as gs  # noqa: E402  pylint: disable=wrong-import-position
+import group_supervisor as gs  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
 DOCKER = os.environ.get('NIMSTACK_SUPERVISOR_DOCKER', 'docker')
 
