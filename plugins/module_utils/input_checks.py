@@ -540,6 +540,11 @@ RULES = {
     'nim_api_allowed_cidrs': _sources(True, False, ACCEPT_CIDRS),
     'nim_allow_partial_group': _bool(),
     'nim_group_firewall': _bool(),
+    # The group supervisor of Docker groups (nim_docker): its port and restart budget.
+    'nim_group_supervisor': _bool(),
+    'nim_group_supervisor_port': _port(not_sshd=True),
+    'nim_group_max_restarts': _int_check(0, 100),
+    'nim_group_restart_window': _int_check(60, _WEEK),
     # How many serving groups a restart (dockerd, a driver reload, a reboot) may take down at once.
     'nim_max_unavailable_groups': _int_check(1, 1000),
     'nim_ray_auth': Rule(lambda v: None if v is False or (isinstance(v, str) and v.lower() in ('token', 'off', 'false'))
@@ -620,6 +625,9 @@ RULES = {
     'nim_docker_ready_timeout': _int_check(0, _WEEK),
     'nim_docker_ready_interval': _int_check(1, 3600),
     'nim_docker_log_lines': _int_check(0, 100000),
+    'nim_docker_supervisor_interval': _int_check(1, 3600),
+    'nim_docker_supervisor_log_lines': _int_check(0, 100000),
+    'nim_docker_supervisor_dir': _path('owned'),
     'nim_docker_smoke_max_tokens': _int_check(1, 100000),
     'nim_docker_smoke_timeout': _int_check(1, _DAY),
     'nim_docker_ulimits': _string_list(),

@@ -1,0 +1,276 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, nimstack maintainers
+# SPDX-License-Identifier: Apache-2.0
+"""The decisions of the bare-metal group supervisor (roles/nim_docker/files/nimstack_supervisor.py),
+as pure functions: what one rank's container looks like, whether the group must restart as a
+whole, whether the restart budget allows it, in which order a restart runs, and how the members'
+supervisors authenticate each other.
+
+One supervisor runs on every member of a Docker group (nimstack-supervisor@<group>.service). The
+leader's decides; the others report their rank and carry out the leader's orders. Nothing here
+touches a host: the program feeds observations in and runs the actions that come out, so every
+rule is unit-tested. Standard library only: the program runs with the host's python3.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import hashlib
+import hmac
+import json
+
+# The states a supervisor reports (its state file, playbooks/status.yml).
+FORMED = 'formed'
+HEALING = 'healing'
+FAILED = 'failed'
+ISOLATED = 'isolated'
+MAINTENANCE = 'maintenance'
+STARTING = 'starting'
+STATES = (FORMED, HEALING, FAILED, ISOLATED, MAINTENANCE, STARTING)
+
+# Problems only Ansible can repair: the supervisor starts and stops existing containers, it never
+# creates one or touches one it did not make.
+MISSING = 'its container is missing'
+NOT_OURS = 'a container of its name lacks the labels nimstack.managed=true and nimstack.group of this group'
+
+# How far a signed request's clock may be from the receiver's (seconds).
+MAX_CLOCK_SKEW = 30
+
+# The start orders of the launch contracts when the configuration names no steps.
+DEFAULT_STEPS_LEADER_FIRST = ('leader', 'workers', 'ready')
+DEFAULT_STEPS_WORKERS_FIRST = ('workers', 'workers_ready', 'leader', 'ready')
+
+
+def observe(inspect, group=None):
+    """One rank as `docker inspect` shows it (a dict of its JSON, or None when it does not exist).
+
+    With group, a container that lacks the labels nimstack.managed=true and nimstack.group=<group>
+    is not ours ('ours': False): the supervisor never starts or stops it.
+    """
+    if not inspect:
+        return {'exists': False, 'ours': False, 'running': False, 'restarting': False, 'id': '', 'restart_count': 0,
+                'started_at': '', 'exit_code': None, 'status': 'missing'}
+    state = inspect.get('State') or {}
+    labels = (inspect.get('Config') or {}).get('Labels') or {}
+    return {
+        'exists': True,
+        'ours': group is None or (labels.get('nimstack.managed') == 'true' and labels.get('nimstack.group') == group),
+        'running': bool(state.get('Running')) and not bool(state.get('Restarting')),
+        'restarting': bool(state.get('Restarting')),
+        'id': inspect.get('Id') or '',
+        'restart_count': int(inspect.get('RestartCount') or 0),
+        'started_at': state.get('StartedAt') or '',
+        'exit_code': state.get('ExitCode'),
+        'status': state.get('Status') or '',
+    }
+
+
+def baseline_of(obs):
+    """What a rank's observation is compared against later: the container, its restarts, its start."""
+    return {'id': obs.get('id', ''), 'restart_count': obs.get('restart_count', 0),
+            'started_at': obs.get('started_at', '')}
+
+
+def rank_problem(baseline, obs):
+    """Why one rank is not the one that formed with the group, or None when it is.
+
+    baseline: baseline_of() the rank when the group last formed (None: not known yet).
+    """
+    if not obs.get('exists'):
+        return MISSING
+    if not obs.get('ours', True):
+        return NOT_OURS
+    if obs.get('restarting') or not obs.get('running'):
+        code = obs.get('exit_code')
+        return 'its container is %s%s' % (obs.get('status') or 'stopped',
+                                            '' if code in (None, 0) else ' (exit code %s)' % code)
+    if not baseline:
+        return None
+    if baseline.get('id') and obs.get('id') != baseline.get('id'):
+        return 'its container was replaced'
+    if obs.get('restart_count', 0) > baseline.get('restart_count', 0):
+        return 'it died and Docker restarted it %d time(s)' % (obs['restart_count'] - baseline.get('restart_count', 0))
+    if baseline.get('started_at') and obs.get('started_at') != baseline.get('started_at'):
+        return 'it was restarted (started at %s)' % obs.get('started_at')
+    return None
+
+
+def decide(hosts, reports, baseline):
+    """What the leader's supervisor does next, from every member's report.
+
+    hosts: the members, in the group's order. reports: {host: report or None (unreachable)}, a
+    report being {'maintenance': bool, 'rank': observe(...)}. baseline: {host: baseline_of(...)}
+    of the last formation, or {} before the first.
+
+    Returns {'action': 'hold' | 'isolated' | 'fail' | 'restart' | 'baseline' | 'ok', 'state',
+    'cause', 'problems': {host: why}}. A member in maintenance holds everything; an unreachable one
+    makes the leader isolated (it never restarts on a guess); a missing container cannot be
+    recreated without Ansible, so the group fails at once.
+    """
+    held = [h for h in hosts if reports.get(h) and reports[h].get('maintenance')]
+    if held:
+        return {'action': 'hold', 'state': MAINTENANCE, 'problems': {},
+                'cause': 'maintenance flag set on %s (a deploy or a restart wave is running)' % ', '.join(held)}
+    unreachable = [h for h in hosts if not reports.get(h)]
+    if unreachable:
+        return {'action': 'isolated', 'state': ISOLATED, 'problems': {},
+                'cause': 'cannot reach the supervisor of %s; no rank is restarted on a guess' % ', '.join(unreachable)}
+    problems = {}
+    for host in hosts:
+        why = rank_problem(baseline.get(host), reports[host].get('rank') or {})
+        if why:
+            problems[host] = why
+    if not problems:
+        if not baseline or any(h not in baseline for h in hosts):
+            return {'action': 'baseline', 'state': FORMED, 'problems': {}, 'cause': ''}
+        return {'action': 'ok', 'state': FORMED, 'problems': {}, 'cause': ''}
+    cause = describe(problems, hosts)
+    missing = [h for h, why in problems.items() if why in (MISSING, NOT_OURS)]
+    if missing:
+        return {'action': 'fail', 'state': FAILED, 'problems': problems,
+                'cause': cause + '; the supervisor does not recreate containers: rerun playbooks/deploy_docker.yml'}
+    return {'action': 'restart', 'state': HEALING, 'problems': problems, 'cause': cause}
+
+
+def check_started(hosts, started, reports, snapshot):
+    """While a restart runs: whether the ranks started so far still run.
+
+    started: the hosts whose rank this restart started; snapshot: {host: baseline_of()} taken at the
+    first look after each start (the caller adds missing hosts). Returns (verdict, cause): 'hold'
+    (maintenance), 'isolated', 'broken' (a started rank died or restarted) or 'ok'.
+    """
+    held = [h for h in hosts if reports.get(h) and reports[h].get('maintenance')]
+    if held:
+        return 'hold', 'maintenance flag set on %s' % ', '.join(held)
+    unreachable = [h for h in hosts if not reports.get(h)]
+    if unreachable:
+        return 'isolated', 'cannot reach the supervisor of %s' % ', '.join(unreachable)
+    problems = {}
+    for host in started:
+        why = rank_problem(snapshot.get(host), reports[host].get('rank') or {})
+        if why:
+            problems[host] = why
+    if problems:
+        return 'broken', describe(problems, hosts)
+    return 'ok', ''
+
+
+def describe(problems, hosts=None):
+    """'rank on h2: why; rank on h3: why' in the group's order."""
+    order = [h for h in (hosts or []) if h in problems] + sorted(h for h in problems if h not in (hosts or []))
+    return '; '.join('rank on %s: %s' % (h, problems[h]) for h in order)
+
+
+def budget(history, now, max_restarts, window):
+    """Whether one more restart fits: at most max_restarts within the last window seconds.
+
+    history: the times (epoch seconds) of the earlier restarts. Returns (allowed, recent), recent
+    being the restarts still inside the window (what the state file keeps).
+    """
+    recent = sorted(t for t in history if now - t < window)
+    return len(recent) < max_restarts, recent
+
+
+def over_budget_cause(cause, recent, max_restarts, window):
+    return ('%s; %d restart(s) of the whole group within %d s already (nim_group_max_restarts=%d, '
+            'nim_group_restart_window=%d): the supervisor gives up' % (cause, len(recent), window, max_restarts, window))
+
+
+def restart_actions(config):
+    """The ordered actions of one restart of the whole group, from the supervisor's configuration.
+
+    Every rank stops first, the leader before its workers (no worker is left waiting for a leader
+    that is going away), then the ranks start in the contract's order (launch.steps): 'leader' and
+    'workers' start ranks, 'workers_ready' waits for each worker's port (mpi: the leader's mpirun
+    needs every sshd), 'workers_reach_leader' waits for the leader's port (ray: the head), 'ready'
+    waits for the leader's /v1/health/ready.
+    """
+    leader = config['leader']
+    members = config['members']
+    workers = [m for m in members if m['host'] != leader]
+    by_host = dict((m['host'], m) for m in members)
+    steps = config.get('steps') or (DEFAULT_STEPS_LEADER_FIRST if config.get('leader_first', True)
+                                    else DEFAULT_STEPS_WORKERS_FIRST)
+    order = config.get('start_order') or ([leader] + [w['host'] for w in workers])
+    start_workers = [h for h in order if h != leader]
+    ports = config.get('ports') or {}
+    actions = [{'op': 'stop', 'host': leader}] + [{'op': 'stop', 'host': w['host']} for w in workers]
+    for step in steps:
+        if step == 'leader':
+            actions.append({'op': 'start', 'host': leader})
+        elif step == 'workers':
+            actions.extend({'op': 'start', 'host': h} for h in start_workers)
+        elif step == 'workers_ready' and ports.get('ssh'):
+            actions.extend({'op': 'wait_port', 'host': h, 'address': by_host[h]['address'], 'port': int(ports['ssh'])}
+                           for h in start_workers)
+        elif step == 'workers_reach_leader' and ports.get('ray'):
+            actions.append({'op': 'wait_port', 'host': leader, 'address': by_host[leader]['address'],
+                            'port': int(ports['ray'])})
+        elif step == 'ready':
+            actions.append({'op': 'wait_ready', 'host': leader})
+    return actions
+
+
+def follower_state(told, last_contact, now, timeout):
+    """A follower's state: what the leader last told it, or isolated when the leader has not
+    reached it for timeout seconds (a follower never acts on its own)."""
+    if last_contact is None or now - last_contact > timeout:
+        return ISOLATED, 'the leader\'s supervisor has not reached this member for %d s' % timeout
+    state = (told or {}).get('state') or STARTING
+    return (state if state in STATES else STARTING), (told or {}).get('cause', '')
+
+
+def sign(secret, timestamp, method, path, body):
+    """HMAC-SHA256 of one request: its time, method, path and body, with the group's secret."""
+    if isinstance(secret, str):
+        secret = secret.encode('utf-8')
+    if isinstance(body, str):
+        body = body.encode('utf-8')
+    message = ('%d\n%s\n%s\n' % (int(timestamp), method.upper(), path)).encode('utf-8') + (body or b'')
+    return hmac.new(secret, message, hashlib.sha256).hexdigest()
+
+
+def verify(secret, timestamp, method, path, body, signature, now):
+    """Whether a request is signed with the group's secret and recent; (ok, why not)."""
+    try:
+        timestamp = int(timestamp)
+    except (TypeError, ValueError):
+        return False, 'no timestamp'
+    if abs(now - timestamp) > MAX_CLOCK_SKEW:
+        return False, 'timestamp %d s away from this host\'s clock' % abs(now - timestamp)
+    if not signature or not hmac.compare_digest(sign(secret, timestamp, method, path, body), str(signature)):
+        return False, 'bad signature'
+    return True, ''
+
+
+def state_record(state, cause, role, leader, history, now, problems=None):
+    """The state file's content (JSON): what status.yml reads."""
+    return {'state': state, 'cause': cause or '', 'role': role, 'leader': leader,
+            'restarts': list(history), 'problems': dict(problems or {}), 'updated': int(now)}
+
+
+def load_json(text, default=None):
+    try:
+        value = json.loads(text)
+    except (TypeError, ValueError):
+        return default
+    return value
+
+
+def config_problems(config):
+    """What is wrong with a supervisor configuration (the deploy writes it; a hand edit may break it)."""
+    problems = []
+    for key in ('group', 'self', 'leader', 'members', 'container', 'port'):
+        if key not in config:
+            problems.append('%s is missing' % key)
+    if problems:
+        return problems
+    hosts = [m.get('host') for m in config['members']]
+    if config['self'] not in hosts:
+        problems.append('self %s is not a member' % config['self'])
+    if config['leader'] not in hosts:
+        problems.append('leader %s is not a member' % config['leader'])
+    for key, low in (('max_restarts', 0), ('window', 1), ('interval', 1)):
+        if key in config and (isinstance(config[key], bool) or not isinstance(config[key], int) or config[key] < low):
+            problems.append('%s must be a whole number of at least %d' % (key, low))
+    return problems

@@ -1,0 +1,195 @@
+"""The group supervisor's decisions (plugins/module_utils/group_supervisor.py)."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from ansible_collections.nimstack.multinode.plugins.module_utils import group_supervisor as gs
+
+HOSTS = ['h1', 'h2', 'h3']
+GROUP = 'default'
+
+
+def inspect(cid='c1', running=True, restarting=False, restarts=0, started='2026-01-01T00:00:00Z', code=0,
+            labels=None):
+    return {'Id': cid, 'RestartCount': restarts,
+            'State': {'Running': running, 'Restarting': restarting, 'StartedAt': started, 'ExitCode': code,
+                      'Status': 'running' if running else 'exited'},
+            'Config': {'Labels': {'nimstack.managed': 'true', 'nimstack.group': GROUP} if labels is None else labels}}
+
+
+def reports(**ranks):
+    out = {}
+    for host in HOSTS:
+        out[host] = {'maintenance': False, 'rank': gs.observe(inspect(cid=host), GROUP)}
+    for host, value in ranks.items():
+        out[host] = value
+    return out
+
+
+def baseline(reps):
+    return dict((h, gs.baseline_of(r['rank'])) for h, r in reps.items())
+
+
+def test_observe_a_missing_and_a_foreign_container():
+    assert gs.observe(None)['exists'] is False
+    foreign = gs.observe(inspect(labels={'nimstack.managed': 'true', 'nimstack.group': 'other'}), GROUP)
+    assert foreign['exists'] and not foreign['ours']
+    assert gs.rank_problem({}, foreign) == gs.NOT_OURS
+
+
+def test_a_formed_group_first_takes_its_baseline_then_is_ok():
+    reps = reports()
+    assert gs.decide(HOSTS, reps, {})['action'] == 'baseline'
+    decision = gs.decide(HOSTS, reps, baseline(reps))
+    assert decision['action'] == 'ok' and decision['state'] == gs.FORMED
+
+
+@pytest.mark.parametrize('rank,why', [
+    (inspect(cid='h2', running=False, code=137), 'its container is exited (exit code 137)'),
+    (inspect(cid='h2', restarting=True), 'its container is'),
+    (inspect(cid='h2', restarts=1), 'it died and Docker restarted it 1 time(s)'),
+    (inspect(cid='h2', started='2026-01-01T00:05:00Z'), 'it was restarted'),
+    (inspect(cid='other'), 'its container was replaced'),
+])
+def test_a_dead_or_restarted_rank_restarts_the_whole_group(rank, why):
+    base = baseline(reports())
+    decision = gs.decide(HOSTS, reports(h2={'maintenance': False, 'rank': gs.observe(rank, GROUP)}), base)
+    assert decision['action'] == 'restart' and decision['state'] == gs.HEALING
+    assert decision['cause'].startswith('rank on h2: ' + why)
+
+
+def test_a_missing_container_fails_the_group_at_once():
+    decision = gs.decide(HOSTS, reports(h3={'maintenance': False, 'rank': gs.observe(None)}), baseline(reports()))
+    assert decision['action'] == 'fail'
+    assert 'rerun playbooks/deploy_docker.yml' in decision['cause']
+
+
+def test_maintenance_anywhere_holds_before_anything_else():
+    dead = {'maintenance': False, 'rank': gs.observe(inspect(running=False), GROUP)}
+    decision = gs.decide(HOSTS, reports(h1=dead, h2=None, h3={'maintenance': True, 'rank': {}}), {})
+    assert decision['action'] == 'hold' and 'h3' in decision['cause']
+
+
+def test_an_unreachable_member_makes_the_leader_isolated_not_act():
+    dead = {'maintenance': False, 'rank': gs.observe(inspect(running=False), GROUP)}
+    decision = gs.decide(HOSTS, reports(h1=dead, h2=None), baseline(reports()))
+    assert decision['action'] == 'isolated' and decision['state'] == gs.ISOLATED
+    assert 'h2' in decision['cause'] and 'no rank is restarted' in decision['cause']
+
+
+def test_a_rank_down_before_any_baseline_still_restarts():
+    dead = {'maintenance': False, 'rank': gs.observe(inspect(running=False), GROUP)}
+    assert gs.decide(HOSTS, reports(h2=dead), {})['action'] == 'restart'
+
+
+def test_budget_counts_only_the_window():
+    allowed, recent = gs.budget([100, 200, 300], 400, 3, 1000)
+    assert not allowed and recent == [100, 200, 300]
+    allowed, recent = gs.budget([100, 200, 300], 1150, 3, 1000)
+    assert allowed and recent == [200, 300]
+    assert gs.budget([], 0, 0, 60) == (False, [])
+    cause = gs.over_budget_cause('rank on h2: x', [1, 2, 3], 3, 3600)
+    assert 'nim_group_max_restarts=3' in cause and 'nim_group_restart_window=3600' in cause
+
+
+def _config(steps, leader_first, ports):
+    members = [{'host': 'h1', 'address': '10.0.0.1', 'role': 'leader', 'rank': 0},
+               {'host': 'h2', 'address': '10.0.0.2', 'role': 'worker', 'rank': 1},
+               {'host': 'h3', 'address': '10.0.0.3', 'role': 'worker', 'rank': 2}]
+    order = ['h1', 'h2', 'h3'] if leader_first else ['h2', 'h3', 'h1']
+    return {'leader': 'h1', 'members': members, 'steps': steps, 'start_order': order, 'leader_first': leader_first,
+            'ports': ports}
+
+
+def _ops(actions):
+    return [(a['op'], a['host']) + ((a['port'],) if 'port' in a else ()) for a in actions]
+
+
+def test_restart_order_mpi_workers_first_and_their_sshd_waited_for():
+    actions = gs.restart_actions(_config(['workers', 'workers_ready', 'leader', 'ready'], False,
+                                         {'api': 8000, 'ssh': 2222}))
+    assert _ops(actions) == [('stop', 'h1'), ('stop', 'h2'), ('stop', 'h3'), ('start', 'h2'), ('start', 'h3'),
+                             ('wait_port', 'h2', 2222), ('wait_port', 'h3', 2222), ('start', 'h1'),
+                             ('wait_ready', 'h1')]
+
+
+def test_restart_order_ray_leader_first_and_the_head_waited_for():
+    actions = gs.restart_actions(_config(['leader', 'workers_reach_leader', 'workers', 'ready'], True,
+                                         {'api': 8000, 'ray': 6379}))
+    assert _ops(actions) == [('stop', 'h1'), ('stop', 'h2'), ('stop', 'h3'), ('start', 'h1'),
+                             ('wait_port', 'h1', 6379), ('start', 'h2'), ('start', 'h3'), ('wait_ready', 'h1')]
+
+
+def test_restart_order_without_steps_follows_leader_first():
+    config = _config([], True, {'api': 8000, 'master': 50000})
+    assert [a['op'] for a in gs.restart_actions(config)][3:] == ['start', 'start', 'start', 'wait_ready']
+    config = _config([], False, {'api': 8000})
+    assert _ops(gs.restart_actions(config))[3:6] == [('start', 'h2'), ('start', 'h3'), ('start', 'h1')]
+
+
+def test_a_follower_is_isolated_when_the_leader_is_silent():
+    assert gs.follower_state({'state': 'healing', 'cause': 'x'}, 100, 110, 15) == ('healing', 'x')
+    state, cause = gs.follower_state({'state': 'formed'}, 100, 200, 15)
+    assert state == gs.ISOLATED and '15 s' in cause
+    assert gs.follower_state({}, None, 0, 15)[0] == gs.ISOLATED
+    assert gs.follower_state({'state': 'bogus'}, 100, 101, 15)[0] == gs.STARTING
+
+
+def test_requests_are_signed_with_the_group_secret_and_recent():
+    sig = gs.sign('s3cret', 1000, 'POST', '/report', b'{}')
+    assert gs.verify('s3cret', '1000', 'POST', '/report', b'{}', sig, 1010) == (True, '')
+    assert gs.verify(b's3cret', 1000, 'post', '/report', '{}', sig, 1000)[0]
+    assert gs.verify('other', 1000, 'POST', '/report', b'{}', sig, 1000) == (False, 'bad signature')
+    assert not gs.verify('s3cret', 1000, 'POST', '/act', b'{}', sig, 1000)[0]
+    assert not gs.verify('s3cret', 1000, 'POST', '/report', b'{"op":"stop"}', sig, 1000)[0]
+    assert 'clock' in gs.verify('s3cret', 1000, 'POST', '/report', b'{}', sig, 1100)[1]
+    assert gs.verify('s3cret', None, 'POST', '/report', b'{}', sig, 1000) == (False, 'no timestamp')
+
+
+def test_config_problems():
+    good = {'group': 'g', 'self': 'h1', 'leader': 'h1', 'members': [{'host': 'h1'}], 'container': 'nim-g',
+            'port': 8479, 'max_restarts': 0, 'window': 60, 'interval': 2}
+    assert gs.config_problems(good) == []
+    assert gs.config_problems(dict(good, self='h9')) == ['self h9 is not a member']
+    assert gs.config_problems(dict(good, window=0)) == ['window must be a whole number of at least 1']
+    assert gs.config_problems({'group': 'g'})[0] == 'self is missing'
+
+
+def test_state_record_is_what_status_reads():
+    record = gs.state_record(gs.FAILED, 'why', 'leader', 'h1', [1, 2], 5.5, {'h2': 'dead'})
+    assert record == {'state': 'failed', 'cause': 'why', 'role': 'leader', 'leader': 'h1', 'restarts': [1, 2],
+                      'problems': {'h2': 'dead'}, 'updated': 5}
+
+
+def test_the_shipped_program_is_valid_python_and_refuses_a_bad_config(tmp_path):
+    program = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'roles', 'nim_docker', 'files',
+                           'nimstack_supervisor.py')
+    bad = tmp_path / 'supervisor.json'
+    bad.write_text('{"group": "g"}')
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(gs.__file__))
+    proc = subprocess.run([sys.executable, program, str(bad)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          env=env, timeout=30, check=False)
+    assert proc.returncode == 1
+    assert b'self is missing' in proc.stdout
+
+
+def test_during_a_restart_only_the_started_ranks_must_run():
+    stopped = {'maintenance': False, 'rank': gs.observe(inspect(cid='h1', running=False), GROUP)}
+    reps = reports(h1=stopped)
+    snapshot = {'h2': gs.baseline_of(reps['h2']['rank'])}
+    # The leader (h1) is not started yet under mpi: its stopped container is no problem.
+    assert gs.check_started(HOSTS, ['h2'], reps, snapshot) == ('ok', '')
+    crashed = {'maintenance': False, 'rank': gs.observe(inspect(cid='h2', restarts=1), GROUP)}
+    verdict, cause = gs.check_started(HOSTS, ['h2'], reports(h1=stopped, h2=crashed), snapshot)
+    assert verdict == 'broken' and cause.startswith('rank on h2: it died')
+    looping = {'maintenance': False, 'rank': gs.observe(inspect(cid='h2', restarting=True), GROUP)}
+    assert gs.check_started(HOSTS, ['h2'], reports(h2=looping), {})[0] == 'broken'
+    assert gs.check_started(HOSTS, ['h2'], reports(h3=None), snapshot)[0] == 'isolated'
+    held = {'maintenance': True, 'rank': reps['h3']['rank']}
+    assert gs.check_started(HOSTS, ['h2'], reports(h3=held), snapshot)[0] == 'hold'
