@@ -195,23 +195,32 @@ done
 victim=${workers[0]}
 victim_addr=$(lab_addr "$victim")
 reg_container=$prefix-registry
+# The layer to cut: the highest one of the image above 20 MiB, so that layers below it complete.
 docker exec "$reg_container" rm -f /srv/cuts.jsonl
+# The key reaches curl in a config on a pipe (printf is a shell builtin), never on a command line.
+# shellcheck disable=SC2016  # $oauthtoken is the user name, literally
+curl -sf --cacert "$NIMSTACK_LAB_DIR/registry/ca.crt" -K <(printf 'user = "$oauthtoken:%s"\n' "$(cat "$(scripts/lab/registry.sh key)")") \
+  -H 'Accept: application/vnd.docker.distribution.manifest.v2+json' \
+  "https://$registry/v2/nim/nimstack-lab/nim-standin/manifests/${image##*:}" >"$logs/manifest.json" \
+  || fail "cannot read the image's manifest from $registry"
+target=$(python3 -c 'import json, sys
+layers = json.load(open(sys.argv[1]))["layers"]
+print([layer["digest"] for layer in layers if layer["size"] >= 20 * 2 ** 20][-1])' "$logs/manifest.json")
 docker cp scripts/lab/cutting_proxy.py "$reg_container:/srv/cutting_proxy.py"
 docker exec -d "$reg_container" python3 /srv/cutting_proxy.py --listen 0.0.0.0:5001 --upstream 127.0.0.1:5000 \
-  --cert /srv/registry/registry.crt --key /srv/registry/registry.key --victim "$victim_addr" --cuts 8 \
+  --cert /srv/registry/registry.crt --key /srv/registry/registry.key --victim "$victim_addr" --target "$target" --cuts 8 \
   --log /srv/cuts.jsonl
 NGC_API_KEY=$(cat "$(scripts/lab/registry.sh key)") PLAYBOOK=playbooks/deploy_docker.yml play_ok \
   "$logs/registry-cut.log" -i inventories/lab-registry -e nim_launch_contract=ray -e nim_docker_pull_retry_delay=2 \
   -e "nim_docker_registry=$cut_registry" -e "nim_image=$cut_registry/nim/nimstack-lab/nim-standin"
 serves "$logs/smoke-registry.json" || fail "not serving the image pulled from the registry"
 docker exec "$reg_container" cat /srv/cuts.jsonl >"$logs/cuts.jsonl"
-python3 - "$logs/cuts.jsonl" "$victim_addr" <<'PY' || fail "the pull after the cut is not what it should be (see $logs/cuts.jsonl)"
+python3 - "$logs/cuts.jsonl" "$victim_addr" "$logs/manifest.json" "$target" <<'PY' || fail "the pull after the cut is not what it should be (see $logs/cuts.jsonl)"
 import json, sys
 rows = [json.loads(line) for line in open(sys.argv[1])]
-manifest = next(r for r in rows if 'manifest' in r)
-layers, target = manifest['manifest'], manifest['target']
+layers, target = [layer['digest'] for layer in json.load(open(sys.argv[3]))['layers']], sys.argv[4]
 below = layers[:layers.index(target)]
-victim = [r for r in rows if r.get('client') == sys.argv[2]]
+victim = [r for r in rows if r['client'] == sys.argv[2]]
 cuts = [r for r in victim if r['cut']]
 whole = dict((d, len([r for r in victim if r['digest'] == d and r['sent'] == r['length'] and not r['range']]))
              for d in below)

@@ -3,16 +3,14 @@
 
 Runs in the lab registry's container beside the registry (scripts/lab/check-registry.sh starts it):
 it terminates TLS with the registry's own certificate, forwards every request to the registry, and
-for the client named by --victim cuts the first --cuts responses of one layer after --cut-after
-bytes (the TLS connection just closes: the engine sees an unexpected EOF, as when a link drops).
-The layer is the highest one in the image's manifest that is larger than --min-bytes, so that the
-layers below it can complete and be kept. The engine resumes a cut layer with a Range request a
-few times on its own; cut more often than that, its pull fails, and only a new pull gets the
-layer. Everything else passes whole. The manifest's layer order is logged too. One JSON line per blob response goes to --log:
+for the client named by --victim cuts the first --cuts responses of the layer --target after
+--cut-after bytes (the TLS connection just closes: the engine sees an unexpected EOF, as when a
+link drops). The engine resumes a cut layer with a Range request a few times on its own; cut more
+often than that, its pull fails, and only a new pull gets the layer. Everything else passes whole. One JSON line per blob response goes to --log:
 client, digest, Range asked, status, bytes sent, cut or not. Lab and tests only; stdlib only.
 
   cutting_proxy.py --listen 0.0.0.0:5001 --upstream 127.0.0.1:5000 --cert C --key K \
-      --victim 172.30.77.12 --cuts 5 --log /tmp/cuts.jsonl
+      --victim 172.30.77.12 --target sha256:... --cuts 8 --log /tmp/cuts.jsonl
 """
 
 import argparse
@@ -32,21 +30,8 @@ class State:
     def __init__(self, args):
         self.args = args
         self.cuts_left = args.cuts
-        self.target = None
+        self.target = args.target
         self.lock = threading.Lock()
-
-    def saw_manifest(self, data):
-        try:
-            layers = json.loads(data.decode()).get('layers') or []
-        except ValueError:
-            return
-        if not layers:
-            return
-        big = [layer['digest'] for layer in layers if layer.get('size', 0) >= self.args.min_bytes]
-        with self.lock:
-            if self.target is None and big:
-                self.target = big[-1]
-        self.log({'manifest': [layer['digest'] for layer in layers], 'target': self.target})
 
     def take_cut(self, client, digest):
         with self.lock:
@@ -81,10 +66,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         blob = BLOB.search(self.path.split('?')[0])
         length = int(response.getheader('Content-Length') or -1)
         cut = self.command == 'GET' and blob is not None and self.state.take_cut(self.client_address[0], blob.group(1))
-        manifest = self.command == 'GET' and '/manifests/' in self.path
-        data = response.read() if manifest or not response.getheader('Content-Length') else b''
-        if manifest:
-            self.state.saw_manifest(data)
+        data = b'' if response.getheader('Content-Length') else response.read()
         self.send_response(response.status)
         for key, value in response.getheaders():
             if key.lower() not in HOP and not (data and key.lower() == 'content-length'):
@@ -132,8 +114,8 @@ def main():
     parser.add_argument('--cert', required=True)
     parser.add_argument('--key', required=True)
     parser.add_argument('--victim', required=True, help='the client address whose big blobs are cut')
+    parser.add_argument('--target', required=True, help='the digest of the layer to cut')
     parser.add_argument('--cuts', type=int, default=5)
-    parser.add_argument('--min-bytes', type=int, default=20 * 2 ** 20)
     parser.add_argument('--cut-after', type=int, default=4 * 2 ** 20)
     parser.add_argument('--log', required=True)
     args = parser.parse_args()
