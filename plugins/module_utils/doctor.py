@@ -53,18 +53,24 @@ def port_sample(low, high, count):
     return sorted(set(int(round(low + i * step)) for i in range(count)))
 
 
+def _launch(group):
+    # How the group starts (nim_plan's launch); none for a group the planner rejected.
+    return group.get('launch') or {}
+
+
 def group_ports(group, port_range, sample, ray_ports=RAY_PORT_SAMPLE):
     """The TCP ports every member of a group must reach on every other member.
 
     The launch contract's own ports (the plan's ``ports``: api plus ssh, ray or master), Ray's
-    other documented ports under the ray contract, and a sample of the range the MPI/NCCL
-    ranks open ephemeral ports in. Returns [{port, purpose}] sorted by port.
+    other documented ports where the group's launch names them (``launch.port_sets``: ray), and a
+    sample of the range the MPI/NCCL ranks open ephemeral ports in. Returns [{port, purpose}]
+    sorted by port.
     """
     wanted = collections.OrderedDict()
     for name, port in sorted((group.get('ports') or {}).items()):
         if port not in (None, ''):
             wanted.setdefault(int(port), '%s port' % name)
-    if group.get('contract') == 'ray':
+    if 'ray' in _launch(group).get('port_sets', ()):
         for port in ray_ports:
             wanted.setdefault(int(port), 'Ray default port')
     if port_range:
@@ -397,7 +403,7 @@ def _check_ports(group, facts, ports):
 
 def _check_mesh(group, facts):
     name = group.get('name')
-    if group.get('contract') != 'mpi':
+    if not _launch(group).get('ssh_mesh'):
         return [_result('mesh_key', name, '-', 'skip', 'the deployment key on every node',
                         'skipped: launch contract %s uses no SSH' % group.get('contract'))]
     hosts = [h for h in _members(group) if h in facts]
@@ -431,7 +437,7 @@ def _check_mesh(group, facts):
 
 def _check_ssh(group, facts):
     name = group.get('name')
-    if group.get('contract') != 'mpi':
+    if not _launch(group).get('ssh_mesh'):
         return [_result('ssh_key', name, '-', 'skip', 'the leader logs in to every worker with the key',
                         'skipped: launch contract %s uses no SSH' % group.get('contract'))]
     leader = _leader(group)
