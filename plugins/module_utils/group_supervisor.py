@@ -82,8 +82,8 @@ def rank_problem(baseline, obs):
         return NOT_OURS
     if obs.get('restarting') or not obs.get('running'):
         code = obs.get('exit_code')
-        return 'its container is %s%s' % (obs.get('status') or 'stopped',
-                                            '' if code in (None, 0) else ' (exit code %s)' % code)
+        exit_code = '' if code in (None, 0) else ' (exit code %s)' % code
+        return 'its container is %s%s' % (obs.get('status') or 'stopped', exit_code)
     if not baseline:
         return None
     if baseline.get('id') and obs.get('id') != baseline.get('id'):
