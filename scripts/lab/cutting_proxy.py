@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """A registry front for the lab that cuts pulls half way, to test what a site sees when a link drops.
 
 Runs in the lab registry's container beside the registry (scripts/lab/check-registry.sh starts it):
@@ -108,7 +107,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n', maxsplit=1)[0])
     parser.add_argument('--listen', default='0.0.0.0:5001')
     parser.add_argument('--upstream', default='127.0.0.1:5000')
     parser.add_argument('--cert', required=True)
