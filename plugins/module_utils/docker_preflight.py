@@ -15,23 +15,14 @@ __metaclass__ = type
 import os
 import re
 
+from ansible_collections.nimstack.multinode.plugins.module_utils.driver_plan import as_int
+
 ULIMIT_PATTERN = re.compile(r'^[a-z]+:-?[0-9]+(:-?[0-9]+)?$')
 
 EMPTY_PLAN = ('nim_docker_plan: empty; pass the plan of nimstack.multinode.nim_plan'
               ' (playbooks/deploy_docker.yml does)')
 NOT_A_PLAN = ('nim_docker_plan: not a whole plan (it has no groups and hosts); pass the result of'
               ' nimstack.multinode.nim_plan (nim_planned), not its groups')
-
-
-def _as_int(value):
-    # As Jinja's int filter: what is not a whole number counts as 0.
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        try:
-            return int(float(value))
-        except (TypeError, ValueError):
-            return 0
 
 
 def _as_list(value):
@@ -124,7 +115,7 @@ def preflight_problems(plan, play_hosts, inputs, deploying=True, allow_partial=F
                           ' nim_docker_image_archive_on_nodes=true when the path is on the nodes)' % archive)
         mesh_port = summary.get('mesh_port')
         ssh_port = settings.get('nim_ssh_port', '')
-        if present and launch.get('ssh_mesh') and mesh_port is not None and _as_int(mesh_port) != _as_int(ssh_port):
+        if present and launch.get('ssh_mesh') and mesh_port is not None and as_int(mesh_port) != as_int(ssh_port):
             errors.append("group '%s': nim_ssh_port=%s but ssh_mesh_port=%s; the containers sshd and the mesh"
                           ' ssh_config must agree on one port' % (name, ssh_port, mesh_port))
     gid = str(secrets_gid)

@@ -17,6 +17,7 @@ __metaclass__ = type
 import json
 import re
 
+from ansible_collections.nimstack.multinode.plugins.module_utils.platforms import host_platform_problems
 from ansible_collections.nimstack.multinode.plugins.module_utils.rolling_restart import max_unavailable_problems
 
 PINNING_PREFIX = 'nvidia-driver-pinning-'
@@ -79,14 +80,8 @@ def driver_problems(inputs):
     if version_re.match(version) and version.split('.', 1)[0] != branch:
         problems.append('nvidia_driver_version=%s does not belong to nvidia_driver_branch=%s'
                         % (json.dumps(version), json.dumps(branch)))
-    platform = _get(inputs, 'platform')
-    if platform not in supported:
-        problems.append('host %s runs %s (os_family %s), which this role does not support; supported: %s. Set '
-                        'nvidia_driver_enabled=false for this host to leave it alone'
-                        % (host, platform, _get(inputs, 'os_family'), ', '.join(supported)))
-    architecture = _get(inputs, 'architecture')
-    if architecture not in arch_map:
-        problems.append('host %s is %s; NVIDIA publishes the driver for %s' % (host, architecture, ', '.join(arch_map)))
+    problems.extend(host_platform_problems(host, _get(inputs, 'platform'), _get(inputs, 'os_family'), supported,
+                                           _get(inputs, 'architecture'), list(arch_map), 'nvidia_driver', 'driver'))
     base_url = _get(inputs, 'repo_base_url')
     if not URL_RE.match(_text(base_url)):
         problems.append('nvidia_driver_repo_base_url=%s is not an http(s):// or file:// URL' % json.dumps(base_url))

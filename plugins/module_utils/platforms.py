@@ -40,3 +40,18 @@ def os_families(supported_os=SUPPORTED_OS):
 def distributions(supported_os=SUPPORTED_OS):
     """The distribution facts of the supported distributions, in order."""
     return [entry['distribution'] for entry in supported_os]
+
+
+def host_platform_problems(host, platform, os_family, supported, architecture, architectures, role, what):
+    """What a role installing NVIDIA packages says of a host it cannot serve: a release outside
+    ``supported`` (names the role's kill switch <role>_enabled) and an architecture NVIDIA
+    publishes no ``what`` for."""
+    problems = []
+    if platform not in supported:
+        problems.append('host %s runs %s (os_family %s), which this role does not support; supported: %s. Set '
+                        '%s_enabled=false for this host to leave it alone'
+                        % (host, platform, os_family, ', '.join(supported), role))
+    if architecture not in architectures:
+        problems.append('host %s is %s; NVIDIA publishes the %s for %s'
+                        % (host, architecture, what, ', '.join(architectures)))
+    return problems

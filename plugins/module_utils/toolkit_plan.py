@@ -12,6 +12,7 @@ import json
 import re
 
 from ansible_collections.nimstack.multinode.plugins.module_utils.driver_plan import DriverPlanError, as_bool
+from ansible_collections.nimstack.multinode.plugins.module_utils.platforms import host_platform_problems
 
 ARCHITECTURES = ('x86_64', 'aarch64')
 URL_RE = re.compile(r'^(https?|file)://')
@@ -36,15 +37,9 @@ def toolkit_problems(inputs):
     if version != '' and not re.match(_get(inputs, 'version_pattern'), version):
         problems.append('nvidia_container_toolkit_version=%s is not a toolkit version: use a release such as '
                         '"1.18.0-1" or "1.18.0", or leave it empty for the newest' % json.dumps(version))
-    platform = _get(inputs, 'platform')
-    supported = list(_get(inputs, 'supported_platforms'))
-    if platform not in supported:
-        problems.append('host %s runs %s (os_family %s), which this role does not support; supported: %s. Set '
-                        'nvidia_container_toolkit_enabled=false for this host to leave it alone'
-                        % (host, platform, _get(inputs, 'os_family'), ', '.join(supported)))
-    architecture = _get(inputs, 'architecture')
-    if architecture not in ARCHITECTURES:
-        problems.append('host %s is %s; NVIDIA publishes the toolkit for %s' % (host, architecture, ', '.join(ARCHITECTURES)))
+    problems.extend(host_platform_problems(host, _get(inputs, 'platform'), _get(inputs, 'os_family'),
+                                           list(_get(inputs, 'supported_platforms')), _get(inputs, 'architecture'),
+                                           list(ARCHITECTURES), 'nvidia_container_toolkit', 'toolkit'))
     base_url = _get(inputs, 'repo_base_url')
     if not URL_RE.match(_text(base_url)):
         problems.append('nvidia_container_toolkit_repo_base_url=%s is not an http(s):// or file:// URL'
