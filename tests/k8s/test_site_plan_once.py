@@ -22,7 +22,7 @@ from k8s_schema import REPO
 
 SITE = os.path.join(REPO, 'playbooks', 'site.yml')
 PLAN_ACTION = 'nimstack.multinode.nim_plan'
-VALIDATE_TASK = "Ensure the controller and the inventory meet the collection's requirements"
+VALIDATE_TASK = 'Stop on an unusable inventory or controller, naming every problem'
 # What a play over nim_nodes may run without contacting the host.
 CONTROLLER_SIDE = {PLAN_ACTION, 'ansible.builtin.set_fact', 'ansible.builtin.debug', 'ansible.builtin.add_host',
                    'ansible.builtin.fail', 'ansible.builtin.assert', 'ansible.builtin.meta'}
