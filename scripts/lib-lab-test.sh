@@ -52,12 +52,14 @@ play_ok() {
 log_says() { tr -s ' \n' '  ' <"$1" | grep -q -- "$2"; }
 
 on() { local host=$1; shift; docker exec "$host" "$@"; }
+# Whether /v1/health/ready answers 200 on a leader: $1 (default the lab's leader), within $2 s (3).
+# shellcheck disable=SC2120  # both arguments are optional
 probe_ready() {
-  on "$leader" python3 -c 'import sys, urllib.request
+  on "${1:-$leader}" python3 -c 'import sys, urllib.request
 try:
-    sys.exit(0 if urllib.request.urlopen("http://127.0.0.1:8000/v1/health/ready", timeout=3).status == 200 else 1)
+    sys.exit(0 if urllib.request.urlopen("http://127.0.0.1:8000/v1/health/ready", timeout=float(sys.argv[1])).status == 200 else 1)
 except Exception:
-    sys.exit(1)'
+    sys.exit(1)' "${2:-3}"
 }
 # The role's own smoke test, run on the leader: one completion must cross every rank.
 smoke() { docker exec -i "$leader" python3 - 127.0.0.1 8000 'Say hi' 8 20 <roles/nim_docker/files/nim_smoke.py; }

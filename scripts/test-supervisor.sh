@@ -56,13 +56,7 @@ for c in "${contracts[@]}"; do
 done
 hosts=$((2 * ${#contracts[@]}))
 
-ready_on() {
-  on "$1" python3 -c 'import sys, urllib.request
-try:
-    sys.exit(0 if urllib.request.urlopen("http://127.0.0.1:8000/v1/health/ready", timeout=2).status == 200 else 1)
-except Exception:
-    sys.exit(1)'
-}
+ready_on() { probe_ready "$1" 2; }
 state_on() { on "$1" sh -c "cat /etc/nimstack/nim/$2/supervisor-state.json 2>/dev/null" | python3 -c 'import json, sys
 try:
     d = json.load(sys.stdin)
