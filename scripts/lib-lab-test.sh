@@ -115,6 +115,37 @@ lab_fresh() {
   echo "   $image, archive $(du -m "$archive" | cut -f1) MiB, model source up: $((SECONDS - t)) s"
 }
 
+# The inventory lines (under all: hosts:) of deployment group $1 under launch contract $2 on the
+# hosts after $4, one rank each in that order (PP = their number), every rank loading for $3 s:
+# host variables in lab_group_vars and env in lab_group_env (YAML lines, without indent) are
+# added. The lab-docker overlay's nim_extra_env is repeated because a host's value replaces it.
+lab_group() {
+  local group=$1 contract=$2 load_s=$3 rank=0 h line
+  shift 3
+  for h in "$@"; do
+    printf '    %s:
+' "$h"
+    printf '      nim_group: %s
+      nim_node_rank: %s
+      nim_launch_contract: %s
+' "$group" "$rank" "$contract"
+    printf '      nim_pipeline_parallel: %s
+' "$#"
+    for line in "${lab_group_vars[@]}"; do printf '      %s
+' "$line"; done
+    printf '      nim_extra_env:
+'
+    printf '        NIM_STANDIN_MODEL_URL: "http://{{ nimstack_lab_subnet | regex_replace('"'"'\\\\.0/24$'"'"', '"'"'.2'"'"') }}:8080/model"\n'
+    printf '        OMPI_MCA_btl_tcp_if_include: "{{ nimstack_lab_subnet }}"\n'
+    printf '        OMPI_MCA_oob_tcp_if_include: "{{ nimstack_lab_subnet }}"\n'
+    printf '        NIM_STANDIN_LOAD_S: "%s"\n' "$load_s"
+    for line in "${lab_group_env[@]}"; do printf '        %s\n' "$line"; done
+    rank=$((rank + 1))
+  done
+}
+lab_group_vars=()
+lab_group_env=()
+
 # Kill a rank's main process (not `docker kill`: Docker's restart policy then brings it back, as
 # after a crash).
 kill_rank() {

@@ -79,29 +79,12 @@ trap '[[ -n "${LAB_KEEP:-}" ]] || lab_down >/dev/null 2>&1 || true' EXIT
 step "fresh $hosts-host lab, model source and stand-in image archive"
 lab_fresh build/standin/nim-standin.tar "$hosts"
 
-# One group of two per contract (PP 2), every rank loading for $load_s s; the lab-docker overlay's
-# nim_extra_env is repeated because a host's value replaces it.
+# One group of two per contract (PP 2), every rank loading for $load_s s.
+lab_group_vars=("nim_group_max_restarts: $max_restarts" "nim_group_supervisor: true")
 {
   echo "all:"
   echo "  hosts:"
-  for c in "${contracts[@]}"; do
-    for h in "${g_leader[$c]}" "${g_worker[$c]}"; do
-      rank=0
-      [[ $h == "${g_worker[$c]}" ]] && rank=1
-      echo "    $h:"
-      echo "      nim_group: ${g_name[$c]}"
-      echo "      nim_node_rank: $rank"
-      echo "      nim_launch_contract: $c"
-      echo "      nim_pipeline_parallel: 2"
-      echo "      nim_group_max_restarts: $max_restarts"
-      echo "      nim_group_supervisor: true"
-      echo "      nim_extra_env:"
-      echo "        NIM_STANDIN_MODEL_URL: \"http://{{ nimstack_lab_subnet | regex_replace('\\\\.0/24\$', '.2') }}:8080/model\""
-      echo "        OMPI_MCA_btl_tcp_if_include: \"{{ nimstack_lab_subnet }}\""
-      echo "        OMPI_MCA_oob_tcp_if_include: \"{{ nimstack_lab_subnet }}\""
-      echo "        NIM_STANDIN_LOAD_S: \"$load_s\""
-    done
-  done
+  for c in "${contracts[@]}"; do lab_group "${g_name[$c]}" "$c" "$load_s" "${g_leader[$c]}" "${g_worker[$c]}"; done
 } >"$NIMSTACK_LAB_DIR/supervisor.yml"
 play_args+=(-i "$NIMSTACK_LAB_DIR/supervisor.yml")
 

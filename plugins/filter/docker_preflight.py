@@ -18,9 +18,9 @@ def docker_preflight_groups(plan, play_hosts, inputs=None):
 
 
 def docker_preflight_problems(plan, play_hosts, inputs, deploying=True, allow_partial=False, secrets_gid=0,
-                              ulimits=None):
+                              ulimits=None, canary=None):
     return preflight_problems(plan, play_hosts, inputs, deploying=bool(deploying), allow_partial=bool(allow_partial),
-                              secrets_gid=secrets_gid, ulimits=ulimits)
+                              secrets_gid=secrets_gid, ulimits=ulimits, canary=canary or None)
 
 
 class FilterModule(object):

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, nimstack maintainers
 # SPDX-License-Identifier: Apache-2.0
-"""Filters restart_waves, max_unavailable_problems and docker_daemon_plan (docs in the .yml files)."""
+"""Filters restart_waves, rollout_waves, max_unavailable_problems and docker_daemon_plan (docs in the .yml files)."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -19,6 +19,14 @@ def restart_waves(hosts, needing, max_unavailable_groups=1):
         raise AnsibleFilterError('restart_waves: %s' % exc)
 
 
+def rollout_waves(groups, restarting, serving, max_unavailable_groups=1, canary=None):
+    try:
+        return rolling_restart.rollout_waves(list(groups or []), list(restarting or []), list(serving or []),
+                                             max_unavailable_groups, canary or None)
+    except rolling_restart.RestartWaveError as exc:
+        raise AnsibleFilterError('rollout_waves: %s' % exc)
+
+
 def max_unavailable_problems(value, name=rolling_restart.MAX_UNAVAILABLE_VAR):
     return rolling_restart.max_unavailable_problems(value, name)
 
@@ -34,6 +42,7 @@ class FilterModule(object):
     def filters(self):
         return {
             'restart_waves': restart_waves,
+            'rollout_waves': rollout_waves,
             'max_unavailable_problems': max_unavailable_problems,
             'docker_daemon_plan': docker_daemon_plan,
         }

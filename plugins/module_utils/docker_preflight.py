@@ -72,7 +72,7 @@ def preflight_groups(plan, play_hosts, inputs=None):
 
 
 def preflight_problems(plan, play_hosts, inputs, deploying=True, allow_partial=False, secrets_gid=0,
-                       ulimits=None, is_file=os.path.isfile):
+                       ulimits=None, is_file=os.path.isfile, canary=None):
     """Every problem the Docker preflight finds, in one list without repeats.
 
     plan: the whole plan of nim_plan. play_hosts: the hosts of the play. inputs: per group name,
@@ -81,7 +81,8 @@ def preflight_problems(plan, play_hosts, inputs, deploying=True, allow_partial=F
     set; never the key), registry, mesh_port (ssh_mesh_port, None when unset), ulimits. deploying:
     whether the run deploys (a partial group is refused only then). allow_partial:
     nim_docker_allow_partial_group. secrets_gid, ulimits: the play's nim_docker_secrets_gid and
-    nim_docker_ulimits. is_file: tells whether a path is a file on the controller.
+    nim_docker_ulimits. is_file: tells whether a path is a file on the controller. canary:
+    nim_canary_group, a Docker group of the plan when set.
     """
     errors = []
     if not isinstance(plan, dict) or not plan:
@@ -118,6 +119,9 @@ def preflight_problems(plan, play_hosts, inputs, deploying=True, allow_partial=F
         if present and launch.get('ssh_mesh') and mesh_port is not None and as_int(mesh_port) != as_int(ssh_port):
             errors.append("group '%s': nim_ssh_port=%s but ssh_mesh_port=%s; the containers sshd and the mesh"
                           ' ssh_config must agree on one port' % (name, ssh_port, mesh_port))
+    if canary not in (None, '') and canary not in groups:
+        errors.append('nim_canary_group=%s: not a Docker deployment group of the plan (accepts one of: %s)'
+                      % (canary, ', '.join(sorted(str(g) for g in groups)) or 'none'))
     gid = str(secrets_gid)
     if not (re.match(r'^[0-9]+$', gid) and int(gid) > 0):
         errors.append('nim_docker_secrets_gid=%s: must be a numeric gid above 0 (the group nimstack-secrets;'

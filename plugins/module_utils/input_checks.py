@@ -547,6 +547,8 @@ RULES = {
     'nim_group_restart_window': _int_check(60, _WEEK),
     # How many serving groups a restart (dockerd, a driver reload, a reboot) may take down at once.
     'nim_max_unavailable_groups': _int_check(1, 1000),
+    # The Docker group a rollout changes first, alone (the preflight checks it names one).
+    'nim_canary_group': _string(),
     'nim_ray_auth': Rule(lambda v: None if v is False or (isinstance(v, str) and v.lower() in ('token', 'off', 'false'))
                          else P_NOT_CHOICE, accepts_choice(('token', 'off'))),
     'nim_ngc_api_key': _secret(),
@@ -619,6 +621,9 @@ RULES = {
     'nim_docker_ngc_api_key': _secret(),
     'nim_docker_transfer_timeout': _int_check(1, _WEEK),
     'nim_docker_transfer_poll_interval': _int_check(1, 3600),
+    'nim_docker_max_unavailable_groups': _int_check(1, 1000),
+    'nim_docker_canary_group': _string(),
+    'nim_docker_wave_settle_s': _int_check(0, 3600),
     'nim_docker_pull_retries': _int_check(0, 64),
     'nim_docker_pull_retry_delay': _int_check(1, 3600),
     'nim_docker_worker_timeout': _int_check(1, _DAY),

@@ -10,6 +10,10 @@ reboot) into waves. A wave never holds two members of one deployment group, nor 
 than max_unavailable_groups groups; hosts in no group come after the groups' waves, each counted
 as a group of its own. Between two waves the caller waits until the affected groups serve again.
 
+rollout_waves() orders the deployment groups of a Docker rollout into waves: every group that
+loses no serving capacity at once, the serving groups that must restart at most
+max_unavailable_groups at a time, the canary group alone first.
+
 docker_daemon_plan() merges the docker role's settings into a site's daemon.json and says what
 applying the result takes: nothing, a reload (SIGHUP: dockerd applies a few keys live) or a
 restart (which stops every container of the host unless live-restore is on).
@@ -115,6 +119,56 @@ def restart_waves(hosts, needing, max_unavailable_groups=1):
         waves.append(sorted(wave, key=position.get))
     for start in range(0, len(lone), limit):
         waves.append(lone[start:start + limit])
+    return waves
+
+
+CANARY_VAR = 'nim_canary_group'
+
+
+def rollout_waves(groups, restarting, serving, max_unavailable_groups=1, canary=None):
+    """Order the deployment groups of a Docker rollout into waves that run side by side.
+
+    groups: every group of the rollout, in order. restarting: those whose ranks must be recreated
+    (a new image or setting, a dead or missing rank). serving: those that answer ready now.
+    Returns a list of waves, each {'groups': [...], 'stops_serving': [...], 'canary': bool,
+    'later': [the groups of the waves after it]}.
+
+    A group that does not serve loses nothing by a restart and one that needs none is only waited
+    for: they all go in one wave, so a first rollout starts every group at once. A serving group
+    that must restart counts against max_unavailable_groups, and while another group serves no
+    wave stops every serving group. The canary, when it must restart, goes alone, first.
+    """
+    problems = max_unavailable_problems(max_unavailable_groups)
+    if problems:
+        raise RestartWaveError(problems[0])
+    groups = list(groups or [])
+    restarting = set(restarting or [])
+    serving = set(serving or [])
+    unknown = sorted((restarting | serving) - set(groups))
+    if unknown:
+        raise RestartWaveError('groups %s are not groups of the rollout %s' % (', '.join(unknown), groups))
+    if canary not in (None, '') and canary not in groups:
+        raise RestartWaveError('%s=%r: not a Docker deployment group of the rollout (%s)'
+                               % (CANARY_VAR, canary, ', '.join(groups) or 'none'))
+    canary = canary if canary in restarting else None
+
+    disruptive = [g for g in groups if g in restarting and g in serving and g != canary]
+    free = [g for g in groups if g != canary and g not in disruptive]
+    # Serving now: the serving groups that restart, and those that need no restart (current).
+    up = len([g for g in groups if g in serving or g not in restarting])
+    limit = min(int(str(max_unavailable_groups).strip()), max(1, up - 1))
+
+    waves = []
+    if canary:
+        waves.append({'groups': [canary], 'stops_serving': [canary] if canary in serving else [], 'canary': True})
+    chunks = [disruptive[start:start + limit] for start in range(0, len(disruptive), limit)] or [[]]
+    chunks[0] = free + chunks[0]
+    for chunk in chunks:
+        if chunk:
+            waves.append({'groups': sorted(chunk, key=groups.index),
+                          'stops_serving': [g for g in chunk if g in disruptive], 'canary': False})
+    for index, wave in enumerate(waves):
+        wave['later'] = [g for later in waves[index + 1:] for g in later['groups']]
     return waves
 
 

@@ -38,6 +38,9 @@ HEARTBEAT = float(os.environ.get('NIM_STANDIN_HEARTBEAT_S') or '5')
 DOWNLOAD_TIMEOUT = float(os.environ.get('NIM_STANDIN_DOWNLOAD_TIMEOUT') or '600')
 # Pause between two streamed chunks ("stream": true), so that a client sees tokens arrive.
 TOKEN_DELAY_S = max(0.0, float(os.environ.get('NIM_STANDIN_TOKEN_DELAY_S') or '0.02'))
+# A fault to test against: every completion answers 500 while /v1/health/ready stays 200 (a
+# release that loads but cannot answer, which only a smoke test catches).
+FAIL_COMPLETIONS = (os.environ.get('NIM_STANDIN_FAIL_COMPLETIONS') or '').lower() in ('1', 'true', 'yes')
 # How far past its own bound a group operation may run before the watchdog ends the group.
 WATCHDOG_GRACE_S = 10
 
@@ -168,6 +171,11 @@ class Handler(BaseHTTPRequestHandler):
         if not STATE.ready or STATE.broken:
             self.count('error')
             send_json(self, 503, error_body(STATE.broken or 'the model is not ready', 'ServiceUnavailable', 503))
+            return
+        if FAIL_COMPLETIONS:
+            self.count('error')
+            send_json(self, 500, error_body('NIM_STANDIN_FAIL_COMPLETIONS is set: every completion fails',
+                                            'InternalServerError', 500))
             return
         try:
             body = json.loads(raw.decode('utf-8') or '{}')

@@ -15,7 +15,7 @@ FILTERS = FilterModule().filters()
 
 
 def test_filters_are_registered():
-    assert sorted(FILTERS) == ['docker_daemon_plan', 'max_unavailable_problems', 'restart_waves']
+    assert sorted(FILTERS) == ['docker_daemon_plan', 'max_unavailable_problems', 'restart_waves', 'rollout_waves']
 
 
 def test_restart_waves_takes_tuples_from_zip():
@@ -36,3 +36,13 @@ def test_docker_daemon_plan_errors():
     with pytest.raises(AnsibleFilterError, match='docker_daemon_plan'):
         FILTERS['docker_daemon_plan']({}, no_such_setting=1)
     assert FILTERS['docker_daemon_plan']({'log-driver': 'local'})['config'] == {'log-driver': 'local'}
+
+
+def test_rollout_waves_takes_any_sequence_and_an_empty_canary():
+    waves = FILTERS['rollout_waves'](('a', 'b'), ('a', 'b'), ('a', 'b'), '1', '')
+    assert [w['groups'] for w in waves] == [['a'], ['b']]
+
+
+def test_rollout_waves_error_is_a_filter_error():
+    with pytest.raises(AnsibleFilterError, match="rollout_waves: nim_canary_group='c'"):
+        FILTERS['rollout_waves'](['a', 'b'], ['a'], [], 1, 'c')

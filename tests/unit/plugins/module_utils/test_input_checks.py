@@ -200,7 +200,7 @@ def _public_variables():
 def test_every_rule_names_a_public_variable_or_an_inventory_wide_one():
     public = _public_variables()
     inventory_wide = {'ansible_host', 'ansible_port', 'nim_ngc_api_key', 'nim_api_allowed_cidrs', 'nim_ray_auth',
-                      'nim_allow_partial_group', 'nim_group_firewall', 'nim_max_unavailable_groups',
+                      'nim_allow_partial_group', 'nim_group_firewall', 'nim_max_unavailable_groups', 'nim_canary_group',
                       'nim_group_supervisor', 'nim_group_supervisor_port', 'nim_group_max_restarts',
                       'nim_group_restart_window'}
     with open(os.path.join(REPO, 'playbooks', 'vars', 'nim_plan.yml')) as handle:

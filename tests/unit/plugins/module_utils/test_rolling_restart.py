@@ -14,6 +14,7 @@ from ansible_collections.nimstack.multinode.plugins.module_utils.rolling_restart
     docker_daemon_plan,
     max_unavailable_problems,
     restart_waves,
+    rollout_waves,
 )
 
 # The security lab: group a (mpi) on hosts 1-2, group b (ray) on hosts 3-4.
@@ -200,3 +201,70 @@ def test_the_current_file_is_not_modified():
 def test_bad_inputs_are_named(current, options):
     with pytest.raises(RestartWaveError):
         docker_daemon_plan(current, options=options)
+
+
+# ---- rollout_waves -----------------------------------------------------------------------------
+
+def _names(waves):
+    return [w['groups'] for w in waves]
+
+
+def test_rollout_first_rollout_starts_every_group_in_one_wave():
+    waves = rollout_waves(['a', 'b', 'c'], ['a', 'b', 'c'], [], 1)
+    assert _names(waves) == [['a', 'b', 'c']]
+    assert waves[0]['stops_serving'] == [] and waves[0]['canary'] is False
+
+
+def test_rollout_serving_groups_go_max_unavailable_at_a_time():
+    groups = ['a', 'b', 'c', 'd']
+    waves = rollout_waves(groups, groups, groups, 2)
+    assert _names(waves) == [['a', 'b'], ['c', 'd']]
+    assert [w['stops_serving'] for w in waves] == [['a', 'b'], ['c', 'd']]
+
+
+def test_rollout_unchanged_and_down_groups_join_the_first_wave():
+    waves = rollout_waves(['a', 'b', 'c', 'd'], ['b', 'c', 'd'], ['c', 'd'], 1)
+    assert _names(waves) == [['a', 'b', 'c'], ['d']]
+    assert [w['stops_serving'] for w in waves] == [['c'], ['d']]
+
+
+def test_rollout_never_stops_every_serving_group():
+    waves = rollout_waves(['a', 'b'], ['a', 'b'], ['a', 'b'], 5)
+    assert _names(waves) == [['a'], ['b']]
+
+
+def test_rollout_a_lone_serving_group_restarts_alone():
+    assert _names(rollout_waves(['a'], ['a'], ['a'], 1)) == [['a']]
+
+
+def test_rollout_canary_goes_first_alone():
+    waves = rollout_waves(['a', 'b', 'c'], ['a', 'b', 'c'], ['a', 'b', 'c'], 2, 'b')
+    assert _names(waves) == [['b'], ['a', 'c']]
+    assert waves[0]['canary'] is True and waves[0]['stops_serving'] == ['b']
+    assert [w['later'] for w in waves] == [['a', 'c'], []]
+    assert not any(w['canary'] for w in waves[1:])
+
+
+def test_rollout_canary_without_a_change_is_no_wave_of_its_own():
+    waves = rollout_waves(['a', 'b'], ['a'], ['a', 'b'], 1, 'b')
+    assert _names(waves) == [['a', 'b']]
+    assert waves[0]['canary'] is False
+
+
+def test_rollout_nothing_to_restart_still_waits_for_every_group():
+    assert _names(rollout_waves(['a', 'b'], [], ['a'], 1)) == [['a', 'b']]
+
+
+@pytest.mark.parametrize('kwargs, words', [
+    ({'max_unavailable_groups': 0}, 'nim_max_unavailable_groups=0'),
+    ({'canary': 'zz'}, "nim_canary_group='zz'"),
+])
+def test_rollout_refuses_bad_settings(kwargs, words):
+    with pytest.raises(RestartWaveError) as err:
+        rollout_waves(['a', 'b'], ['a'], [], **kwargs)
+    assert words in str(err.value)
+
+
+def test_rollout_refuses_unknown_groups():
+    with pytest.raises(RestartWaveError, match='x'):
+        rollout_waves(['a'], ['x'], [], 1)
