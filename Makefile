@@ -9,7 +9,7 @@ COLLECTION_LINK := build/collections/ansible_collections/nimstack/multinode
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: test labs deps link lint units k8s build-check sanity bad-inputs molecule molecule-nvidia molecule-others lab-test standin-test docker-path-test contracts-test docs-check awx-test doctor-test security-test supervisor-test k8s-cluster k8s-cluster-down k8s-live-test lab lab-down clean
+.PHONY: test labs deps link lint units k8s build-check sanity bad-inputs molecule molecule-nvidia molecule-others lab-test standin-test docker-path-test contracts-test docs-check awx-test doctor-test security-test supervisor-test rollout-test k8s-cluster k8s-cluster-down k8s-live-test lab lab-down clean
 
 test: deps lint units k8s build-check sanity docs-check bad-inputs labs
 
@@ -103,6 +103,13 @@ security-test: deps
 # budget and leaves the group failed, reported by playbooks/status.yml and cleared by deploy_docker.yml.
 supervisor-test: deps
 	scripts/test-supervisor.sh
+
+# Rollouts across groups behind the front door on a 4-host lab: two groups start in one wave, a
+# client streaming through the front door during a rank's kill and the supervisor's re-forming sees
+# no failure, an image change goes one group per wave with the front door probed every second, a
+# failing canary stops the run with the other group untouched.
+rollout-test: deps
+	scripts/test-rollout.sh
 
 # docs/variables.md is generated from the roles' argument_specs: fail when it is stale (regenerate
 # with `scripts/docs-reference.py -o docs/variables.md`), and when ansible-doc cannot read a role.

@@ -10,7 +10,8 @@
 #   stream b: awx-test, security-test (each on a lab of its own), then the molecule scenarios of
 #             every role but the NVIDIA ones
 #   stream c: k8s-live-test, the Kubernetes roles on a live control plane (built from the Go
-#             module proxy, cached outside the clone), then the NVIDIA roles' molecule scenarios
+#             module proxy, cached outside the clone), rollout-test (a lab of its own), then the
+#             NVIDIA roles' molecule scenarios
 #
 # Measured from a clean clone on a 2-core machine, in seconds: standin 109, doctor 101, lab 249,
 # docker path 571, contracts 722 | awx 215, security 491, molecule 1,087: 1,752 and 1,793.
@@ -25,7 +26,7 @@ cd "$repo"
 
 stream_a=(standin-test doctor-test lab-test docker-path-test contracts-test)
 stream_b=(awx-test security-test molecule-others)
-stream_c=(k8s-live-test molecule-nvidia)
+stream_c=(k8s-live-test rollout-test molecule-nvidia)
 
 # What both streams need is made once, before they start: the Docker engine, the lab's host
 # image and the stand-in image with its archive (two builds of one archive would race).
@@ -48,13 +49,13 @@ stream() {
   done
 }
 
-rm -f build/test-labs/*.failed
+rm -f build/test-labs/*.failed build/test-labs/*.log
 start=$SECONDS
-(stream a "${stream_a[@]}" 2>&1 | sed -u 's/^/[a] /') &
+(stream a "${stream_a[@]}" 2>&1 | sed -u 's/^/[a] /' | tee build/test-labs/a.log) &
 a=$!
-(stream b "${stream_b[@]}" 2>&1 | sed -u 's/^/[b] /') &
+(stream b "${stream_b[@]}" 2>&1 | sed -u 's/^/[b] /' | tee build/test-labs/b.log) &
 b=$!
-(stream c "${stream_c[@]}" 2>&1 | sed -u 's/^/[c] /') &
+(stream c "${stream_c[@]}" 2>&1 | sed -u 's/^/[c] /' | tee build/test-labs/c.log) &
 c=$!
 wait "$a" || true
 wait "$b" || true
@@ -62,6 +63,12 @@ wait "$c" || true
 
 failed=$(cat build/test-labs/*.failed 2>/dev/null || true)
 if [[ -n "$failed" ]]; then
+  # The streams' lines interleave; a CI log that keeps only the end shows every failure here.
+  for f in build/test-labs/*.failed; do
+    name=$(basename "$f" .failed)
+    echo "---- the end of stream $name, which failed at $(cat "$f"):"
+    grep -v '^\[.\] *$' "build/test-labs/$name.log" | tail -25
+  done
   echo "test-labs.sh: FAILED: $(tr '\n' ' ' <<<"$failed")after $((SECONDS - start)) s" >&2
   exit 1
 fi
