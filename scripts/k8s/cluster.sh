@@ -40,6 +40,7 @@ start() { # name command...
   echo $! >"$state/run/$name.pid"
 }
 
+# The bounds below leave room for a 2-core machine that runs the lab streams beside the cluster.
 wait_for() { # what seconds command...
   local what=$1 limit=$2 i
   shift 2
@@ -193,7 +194,7 @@ EOF
     --listen-client-urls "http://127.0.0.1:$p_etcd" --advertise-client-urls "http://127.0.0.1:$p_etcd" \
     --listen-peer-urls "http://127.0.0.1:$p_peer" --initial-advertise-peer-urls "http://127.0.0.1:$p_peer" \
     --initial-cluster "nimstack-test=http://127.0.0.1:$p_peer" --unsafe-no-fsync --quota-backend-bytes 2147483648
-  wait_for etcd 60 curl -fsS "http://127.0.0.1:$p_etcd/health"
+  wait_for etcd 120 curl -fsS "http://127.0.0.1:$p_etcd/health"
   start kube-apiserver "$cache/bin/kube-apiserver" \
     --etcd-servers "http://127.0.0.1:$p_etcd" --bind-address 127.0.0.1 --secure-port "$p_api" \
     --advertise-address 127.0.0.1 --endpoint-reconciler-type none \
@@ -203,7 +204,7 @@ EOF
     --service-account-issuer https://kubernetes.default.svc --service-cluster-ip-range 10.96.0.0/16 \
     --egress-selector-config-file "$state/egress.yaml" --allow-privileged=true \
     --profiling=false --event-ttl 30m
-  wait_for kube-apiserver 120 kubectl get --raw /readyz
+  wait_for kube-apiserver 300 kubectl get --raw /readyz
   start agent "$python" "$repo/scripts/k8s/agent.py" --state "$state" --lws-bin "$cache/bin/lws" \
     --lws-version "$LWS_VERSION" --ports "$p_webhook,$p_probe"
   start kube-controller-manager "$cache/bin/kube-controller-manager" \
@@ -228,9 +229,9 @@ yaml.safe_dump_all(stages, open(sys.argv[2], "w"))' "$cache/share/kwok/stages.ya
     --manage-all-nodes=false --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake \
     --node-lease-duration-seconds 40 --cidr 10.244.0.1/16 --node-ip 10.0.0.1
   nodes | kubectl apply -f - >/dev/null
-  wait_for "the fake nodes" 60 bash -c \
+  wait_for "the fake nodes" 180 bash -c \
     "[[ \$('$cache/bin/kubectl' --kubeconfig '$state/kubeconfig' --cache-dir '$state/cache' get nodes --no-headers | grep -cw Ready) -ge 5 ]]"
-  wait_for "the default ServiceAccount" 60 kubectl -n default get serviceaccount default
+  wait_for "the default ServiceAccount" 180 kubectl -n default get serviceaccount default
   log "ready in $((SECONDS - t)) s: Kubernetes $K8S_VERSION, LWS $LWS_VERSION (run by the agent once installed), kwok $KWOK_VERSION"
   log "KUBECONFIG=$state/kubeconfig"
 }
