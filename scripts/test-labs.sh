@@ -4,11 +4,10 @@
 # 2-core machine take far less than one after the other. Each stream's lines are prefixed with its
 # name and printed as they come.
 #
-#   stream a: standin-test, doctor-test (each on a lab of its own), then
-#             lab-test -> docker-path-test -> contracts-test (one lab,
-#             prepared once, handed on)
-#   stream b: awx-test, security-test (each on a lab of its own), then the molecule scenarios of
-#             every role but the NVIDIA ones
+#   stream a: standin-test (on a lab of its own), then lab-test -> docker-path-test ->
+#             contracts-test (one lab, prepared once, handed on)
+#   stream b: awx-test, doctor-test, security-test (each on a lab of its own), then the molecule
+#             scenarios of every role but the NVIDIA ones
 #   stream c: k8s-live-test, the Kubernetes roles on a live control plane (built from the Go
 #             module proxy, cached outside the clone), rollout-test (a lab of its own), then the
 #             NVIDIA roles' molecule scenarios
@@ -24,8 +23,8 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 
-stream_a=(standin-test doctor-test lab-test docker-path-test contracts-test)
-stream_b=(awx-test security-test molecule-others)
+stream_a=(standin-test lab-test docker-path-test contracts-test)
+stream_b=(awx-test doctor-test security-test molecule-others)
 stream_c=(k8s-live-test rollout-test molecule-nvidia)
 
 # What both streams need is made once, before they start: the Docker engine, the lab's host
