@@ -20,6 +20,7 @@ AWX = os.path.join(REPO, 'playbooks', 'awx')
 sys.path.insert(0, os.path.join(REPO, 'tests', 'awx'))
 
 import awx_survey  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.nimstack.multinode.tests.unit.models import LLAMA_405B
 
 
 class _Unsafe(str):
@@ -44,17 +45,7 @@ PLANNER_CHOICES = {
     'nim_log_level': nim_env.LOG_LEVELS,
 }
 
-LAB = {
-    'nim_image': 'nvcr.io/nim/meta/llama-3.1-405b-instruct',
-    'nim_image_tag': '1.3.0',
-    'nim_model': 'llama-3.1-405b',
-    'nim_precision': 'fp8',
-    'nim_tensor_parallel': 8,
-    'nim_pipeline_parallel': 2,
-    'nim_gpus_per_node': 8,
-    'nim_gpu_memory_gb': 80,
-    'nim_mpi_start_timeout': 3000,
-}
+LAB = LLAMA_405B
 
 
 def _questions(survey_name=None):

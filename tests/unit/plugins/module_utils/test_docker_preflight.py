@@ -12,17 +12,9 @@ from ansible_collections.nimstack.multinode.plugins.module_utils.docker_prefligh
     preflight_problems,
 )
 from ansible_collections.nimstack.multinode.plugins.module_utils.nim_plan import build_plan
+from ansible_collections.nimstack.multinode.tests.unit.models import LLAMA_405B
 
-MODEL = {
-    'nim_image': 'nvcr.io/nim/meta/llama-3.1-405b-instruct',
-    'nim_image_tag': '1.3.0',
-    'nim_model': 'llama-3.1-405b',
-    'nim_precision': 'fp8',
-    'nim_tensor_parallel': 8,
-    'nim_pipeline_parallel': 2,
-    'nim_gpus_per_node': 8,
-    'nim_gpu_memory_gb': 80,
-}
+MODEL = LLAMA_405B
 GOOD = {'present': True, 'archive': '', 'archive_on_nodes': False, 'key_set': True,
         'registry': 'nvcr.io', 'mesh_port': None, 'ulimits': ['memlock:-1:-1', 'stack:67108864']}
 

@@ -10,17 +10,8 @@ from ansible_collections.nimstack.multinode.plugins.module_utils.k8s_preflight i
     k8s_problems,
 )
 from ansible_collections.nimstack.multinode.plugins.module_utils.nim_plan import build_plan
+from ansible_collections.nimstack.multinode.tests.unit.models import LLAMA_405B
 
-LLAMA_405B = {
-    'nim_image': 'nvcr.io/nim/meta/llama-3.1-405b-instruct',
-    'nim_image_tag': '1.3.0',
-    'nim_precision': 'fp8',
-    'nim_tensor_parallel': 8,
-    'nim_pipeline_parallel': 2,
-    'nim_gpus_per_node': 8,
-    'nim_gpu_memory_gb': 80,
-    'nim_mpi_start_timeout': 3000,
-}
 LWS = {'nim_k8s_backend': 'lws'}
 OPERATOR = {'nim_k8s_backend': 'nim_operator'}
 

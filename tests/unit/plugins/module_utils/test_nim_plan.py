@@ -9,20 +9,9 @@ import yaml
 
 from ansible_collections.nimstack.multinode.plugins.module_utils import nim_plan
 from ansible_collections.nimstack.multinode.plugins.module_utils.nim_plan import build_plan
+from ansible_collections.nimstack.multinode.tests.unit.models import LLAMA_405B
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
-
-LLAMA_405B = {
-    'nim_image': 'nvcr.io/nim/meta/llama-3.1-405b-instruct',
-    'nim_image_tag': '1.3.0',
-    'nim_model': 'llama-3.1-405b',
-    'nim_precision': 'fp8',
-    'nim_tensor_parallel': 8,
-    'nim_pipeline_parallel': 2,
-    'nim_gpus_per_node': 8,
-    'nim_gpu_memory_gb': 80,
-    'nim_mpi_start_timeout': 3000,
-}
 
 
 def _nodes(count, settings=None, group=None, **per_host):

@@ -6,17 +6,9 @@ from ansible.module_utils import basic
 
 from ansible_collections.nimstack.multinode.plugins.modules import nim_plan
 from ansible_collections.nimstack.multinode.tests.unit.plugins.modules.utils import run_module
+from ansible_collections.nimstack.multinode.tests.unit.models import LLAMA_405B
 
-SETTINGS = {
-    'nim_image': 'nvcr.io/nim/meta/llama-3.1-405b-instruct',
-    'nim_image_tag': '1.3.0',
-    'nim_model': 'llama-3.1-405b',
-    'nim_precision': 'fp8',
-    'nim_tensor_parallel': 8,
-    'nim_pipeline_parallel': 2,
-    'nim_gpu_memory_gb': 80,
-    'nim_mpi_start_timeout': 3000,
-}
+SETTINGS = LLAMA_405B
 
 
 def _nodes(settings=None, **extra):
