@@ -69,6 +69,13 @@ VERSIONS = dict(line.split('=', 1) for line in open(os.path.join(CACHE, 'version
 LWS_VERSION = VERSIONS['LWS_VERSION']
 BIN = os.path.dirname(sys.executable)  # the virtualenv of make deps: ansible-playbook, kubernetes
 PATH = os.pathsep.join([os.path.join(CACHE, 'bin'), BIN, os.environ['PATH']])
+# What the playbooks run with: Helm's and client-go's caches in the stage's state directory, never
+# in the home directory (Helm writes its discovery cache to ~/.kube/cache unless KUBECACHEDIR says).
+TOOL_ENV = dict(ANSIBLE_CONFIG=os.path.join(REPO, 'ansible.cfg'), KUBECONFIG=KUBECONFIG, PATH=PATH,
+                KUBECACHEDIR=os.path.join(STATE, 'kube-cache'),
+                HELM_CACHE_HOME=os.path.join(STATE, 'helm', 'cache'),
+                HELM_CONFIG_HOME=os.path.join(STATE, 'helm', 'config'),
+                HELM_DATA_HOME=os.path.join(STATE, 'helm', 'data'))
 SUMMARY = {'groups_ready': {}, 'seconds_to_ready': {}, 'changed': {}, 'objects_left': {}, 'refused': {}}
 
 
@@ -153,12 +160,7 @@ class Play:
         if OWN:
             extra_vars['nim_k8s_install_components'] = False  # LWS as the cluster has it
         extra_vars.update(extra or {})
-        env = dict(os.environ, NGC_API_KEY=KEY, ANSIBLE_CONFIG=os.path.join(REPO, 'ansible.cfg'),
-                   ANSIBLE_FORCE_COLOR='0', KUBECONFIG=KUBECONFIG,
-                   PATH=PATH,
-                   HELM_CACHE_HOME=os.path.join(STATE, 'helm', 'cache'),
-                   HELM_CONFIG_HOME=os.path.join(STATE, 'helm', 'config'),
-                   HELM_DATA_HOME=os.path.join(STATE, 'helm', 'data'))
+        env = dict(os.environ, NGC_API_KEY=KEY, ANSIBLE_FORCE_COLOR='0', **TOOL_ENV)
         cmd = ['ansible-playbook', '-i', inv, PLAYBOOK, '-e', json.dumps(extra_vars)] + list(args)
         start = time.monotonic()
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
@@ -431,11 +433,7 @@ def lws_role(inv, settings, name):
     play_path = os.path.join(LOGS, 'lws-only.yml')
     with open(play_path, 'w', encoding='utf-8') as handle:
         handle.write('- hosts: localhost\n  gather_facts: false\n  roles:\n    - nimstack.multinode.lws\n')
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, 'ansible.cfg'), KUBECONFIG=KUBECONFIG,
-               PATH=PATH,
-               HELM_CACHE_HOME=os.path.join(STATE, 'helm', 'cache'),
-               HELM_CONFIG_HOME=os.path.join(STATE, 'helm', 'config'),
-               HELM_DATA_HOME=os.path.join(STATE, 'helm', 'data'))
+    env = dict(os.environ, **TOOL_ENV)
     extra = dict({'lws_version': LWS_VERSION, 'lws_wait_timeout': 120,
                   'lws_manifest_file': os.path.join(CACHE, 'share', 'lws', 'manifests.yaml')}, **settings)
     start = time.monotonic()
