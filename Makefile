@@ -60,7 +60,7 @@ molecule-nvidia: deps
 molecule-others: deps
 	scripts/test-molecule.sh --except $(MOLECULE_NVIDIA)
 
-# Every lab-based step below and the molecule scenarios, in two streams at once
+# Every lab-based step below and the molecule scenarios, in three streams at once
 # (scripts/test-labs.sh says which).
 labs: deps
 	scripts/test-labs.sh
