@@ -23,6 +23,10 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
+# A lab of its own, so that it can run beside make test's labs.
+export NIMSTACK_LAB_PREFIX=${NIMSTACK_LAB_PREFIX:-nimstack-sup}
+export NIMSTACK_LAB_SUBNET=${NIMSTACK_LAB_SUBNET:-172.30.87.0/24}
+export NIMSTACK_LAB_DIR=${NIMSTACK_LAB_DIR:-$repo/build/lab-sup}
 logs=build/supervisor-test
 mkdir -p "$logs"
 # shellcheck source=scripts/lib-lab-test.sh
