@@ -22,10 +22,6 @@ MAX_LINES = 15
 SCANNED = ('roles', 'playbooks')
 SUFFIXES = ('.yml', '.yaml', '.j2')
 
-# Files of the roles that other changes of the same renovation convert (nim_docker, nim_firewall,
-# doctor, ssh_mesh). Each entry is a reported, known offender, not a skip: the test fails when an
-# entry no longer offends (so the list only shrinks) and the list is to be emptied once those
-# conversions are merged.
 # Files still allowed a long program (none: keep it so). A listed file that no longer holds one
 # fails the test, so the list can only shrink.
 ALLOWED = set()
