@@ -363,6 +363,17 @@ CONFIG
   step "killing the leader alone, then starting it again: the workers must take a new job"
   docker kill "$leader" >/dev/null
   start=$SECONDS
+  # The killed job's daemons on the workers end once their SSH session drops. The new leader is the
+  # same host name with mpirun at the same pid of a fresh container, so Open MPI gives its job the
+  # same job family: a daemon of the old job still there makes the new one fail in orte_ess_init
+  # (seen when the machine was idle and the restart came within a second). A restart policy's delay,
+  # or the group supervisor restarting every rank, never meets them either.
+  for w in "${workers[@]}"; do
+    until ! docker top "$w" -eo args | grep -q '[o]rted'; do
+      ((SECONDS - start < 30)) || fail "the killed job's daemon still runs on $w after 30 s"
+      sleep 0.5
+    done
+  done
   docker start "$leader" >/dev/null
   wait_ready
   answer=$(curl -sf --max-time 30 "$api/v1/chat/completions" -H 'Content-Type: application/json' \
