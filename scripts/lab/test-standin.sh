@@ -369,7 +369,7 @@ CONFIG
   # (seen when the machine was idle and the restart came within a second). A restart policy's delay,
   # or the group supervisor restarting every rank, never meets them either.
   for w in "${workers[@]}"; do
-    until ! docker top "$w" -eo args | grep -q '[o]rted'; do
+    until ! docker top "$w" -eo pid,args | grep -q '[o]rted'; do
       ((SECONDS - start < 30)) || fail "the killed job's daemon still runs on $w after 30 s"
       sleep 0.5
     done
