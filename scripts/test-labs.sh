@@ -5,11 +5,11 @@
 # name and printed as they come.
 #
 #   stream a: lab-test -> docker-path-test -> contracts-test (one lab, prepared once, handed on)
-#   stream b: awx-test, doctor-test, security-test (each on a lab of its own), then the molecule
-#             scenarios of every role but the NVIDIA ones
+#   stream b: standin-test, awx-test, doctor-test, security-test (each on a lab of its own), then
+#             the molecule scenarios of every role but the NVIDIA ones
 #   stream c: k8s-live-test, the Kubernetes roles on a live control plane (built from the Go
-#             module proxy, cached outside the clone), rollout-test (a lab of its own), the NVIDIA
-#             roles' molecule scenarios, then standin-test (on a lab of its own)
+#             module proxy, cached outside the clone), rollout-test (a lab of its own), then the
+#             NVIDIA roles' molecule scenarios
 #
 # The streams are balanced by their measured times (docs/testing.md has the latest): the handed-on
 # lab of stream a is the longest chain, so every step that stands alone goes to b or c.
@@ -23,8 +23,8 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 
 stream_a=(lab-test docker-path-test contracts-test)
-stream_b=(awx-test doctor-test security-test molecule-others)
-stream_c=(k8s-live-test rollout-test molecule-nvidia standin-test)
+stream_b=(standin-test awx-test doctor-test security-test molecule-others)
+stream_c=(k8s-live-test rollout-test molecule-nvidia)
 
 # What the streams need is made once, before they start: the Docker engine, the lab's host
 # image and the stand-in image with its archive (two builds of one archive would race).
