@@ -38,15 +38,16 @@ def fixed_text(message):
     return best
 
 
-def _tasks(node):
+def tasks(node):
+    """Every task of a task file or playbook, the blocks opened (a play counts as one)."""
     if isinstance(node, list):
         for item in node:
-            yield from _tasks(item)
+            yield from tasks(item)
     elif isinstance(node, dict):
         yield node
         for key in ('block', 'rescue', 'always', 'tasks', 'pre_tasks', 'post_tasks', 'handlers'):
             if key in node:
-                yield from _tasks(node[key])
+                yield from tasks(node[key])
 
 
 def role_messages(repo=REPO):
@@ -59,7 +60,7 @@ def role_messages(repo=REPO):
             continue
         with open(path) as handle:
             data = yaml.safe_load(handle)
-        for task in _tasks(data):
+        for task in tasks(data):
             for module, key in (('ansible.builtin.assert', 'fail_msg'), ('ansible.builtin.fail', 'msg')):
                 args = task.get(module)
                 if isinstance(args, dict) and args.get(key):

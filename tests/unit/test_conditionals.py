@@ -11,11 +11,15 @@ searched for, a header compared with) reads as a mapping and fails only when its
 
 import glob
 import os
+import sys
 
 import pytest
 import yaml
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, 'tests', 'awx'))
+
+from messages import tasks  # noqa: E402  pylint: disable=wrong-import-position
 CONDITION_KEYS = ('when', 'failed_when', 'changed_when', 'until')
 ASSERT_MODULES = ('ansible.builtin.assert', 'assert')
 
@@ -24,17 +28,6 @@ def _files():
     found = glob.glob(os.path.join(REPO, 'roles', '*', '**', '*.yml'), recursive=True)
     found += glob.glob(os.path.join(REPO, 'playbooks', '**', '*.yml'), recursive=True)
     return sorted(os.path.relpath(path, REPO) for path in found if '/vars/' not in path and '/defaults/' not in path)
-
-
-def _tasks(node):
-    if isinstance(node, list):
-        for item in node:
-            yield from _tasks(item)
-    elif isinstance(node, dict):
-        yield node
-        for key in ('block', 'rescue', 'always', 'tasks', 'pre_tasks', 'post_tasks', 'handlers'):
-            if key in node:
-                yield from _tasks(node[key])
 
 
 def _conditions(task):
@@ -53,7 +46,7 @@ def _conditions(task):
 
 def bad_conditions(data):
     """(key, condition) of every condition of a task file that is neither a string nor a boolean."""
-    return [(key, item) for task in _tasks(data) for key, item in _conditions(task)
+    return [(key, item) for task in tasks(data) for key, item in _conditions(task)
             if not isinstance(item, (str, bool))]
 
 
