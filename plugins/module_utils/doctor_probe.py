@@ -168,14 +168,19 @@ def port_free(port, address='0.0.0.0'):
 def listen(ports, peers, window, address='0.0.0.0', clock=time.time, stopped=None):
     """Accept TCP connections on ``ports`` until every peer address connected to every port,
     ``window`` seconds passed or ``stopped()`` is true (checked twice a second). A port something
-    else already listens on is left to it (a running NIM container answers for itself).
-    Returns {port: {state: listening|in_use|error, seen: [...]}}.
+    else already listens on is left to it (a running NIM container answers for itself); when it
+    lets go before the window ends (a rank that died and is restarting, as a Ray leader does with
+    a lost worker), the listener takes the port over within a tenth of a second, so that the peers'
+    connects, which retry a refusal, still prove the path. Returns
+    {port: {state: listening|in_use|error, seen: [...]}}, with taken_over: true where the port
+    was taken over.
     """
     deadline = clock() + float(window)
     sockets = {}
     result = {}
-    for port in ports:
-        port = int(port)
+    held = []
+
+    def bind(port):
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -183,21 +188,35 @@ def listen(ports, peers, window, address='0.0.0.0', clock=time.time, stopped=Non
             sock.listen(16)
         except (OSError, socket.error) as exc:
             sock.close()
-            state = 'in_use' if getattr(exc, 'errno', None) == errno.EADDRINUSE else 'error'
-            result[port] = {'state': state, 'seen': [], 'error': str(exc)}
-            continue
+            return None, exc
         sock.setblocking(False)
         sockets[sock] = port
-        result[port] = {'state': 'listening', 'seen': []}
+        return sock, None
+
+    for port in ports:
+        port = int(port)
+        sock, exc = bind(port)
+        if sock is not None:
+            result[port] = {'state': 'listening', 'seen': []}
+        elif getattr(exc, 'errno', None) == errno.EADDRINUSE:
+            result[port] = {'state': 'in_use', 'seen': [], 'error': str(exc)}
+            held.append(port)
+        else:
+            result[port] = {'state': 'error', 'seen': [], 'error': str(exc)}
     wanted = set(peers)
     try:
-        while sockets:
-            if all(wanted <= set(result[p]['seen']) for p in sockets.values()):
+        while sockets or held:
+            # A port held by someone else keeps the listener to its window: it may be let go.
+            if not held and all(wanted <= set(result[p]['seen']) for p in sockets.values()):
                 break
             left = deadline - clock()
             if left <= 0 or (stopped is not None and stopped()):
                 break
-            readable = select.select(list(sockets), [], [], min(left, 0.5))[0]
+            for port in list(held):
+                if bind(port)[0] is not None:
+                    held.remove(port)
+                    result[port] = {'state': 'listening', 'seen': [], 'taken_over': True}
+            readable = select.select(list(sockets), [], [], min(left, 0.1 if held else 0.5))[0]
             for sock in readable:
                 try:
                     conn, peer = sock.accept()

@@ -17,7 +17,10 @@ description:
     ephemeral ports."
   - With O(state=listen) the node listens on every one of them until every other member connected
     to each, or O(window) seconds passed. A port something already listens on (a running NIM
-    container) is left to it and counts as reachable when the connects succeed. The listener sends
+    container) is left to it and counts as reachable when the connects succeed; when its owner lets
+    go of it within the window (a rank restarting), the listener takes it over and answers in its
+    place, so that a group recovering from a dead rank is not refused for a port nobody held for
+    a moment. The listener sends
     its clock on every connection it accepts, so the connecting node measures the offset between
     the two clocks within the round trip. With O(sshd) it
     also runs a one-connection C(sshd -d) with the group's host key and authorized_keys on
@@ -175,7 +178,8 @@ ports:
   sample: [{port: 2222, purpose: ssh port}, {port: 8000, purpose: api port}]
 listeners:
   description: With O(state=listen), per port whether it was listened on (V(listening)), already in use (V(in_use)) or
-    could not be bound (V(error)), and the peer addresses that connected.
+    could not be bound (V(error)), and the peer addresses that connected; C(taken_over) is V(true) where the port was
+    in use at first and taken over when its owner let go.
   returned: when state is listen
   type: dict
 sshd:

@@ -148,6 +148,35 @@ def test_port_already_listened_on_is_left_to_its_owner():
         owner.close()
 
 
+def test_port_its_owner_lets_go_is_taken_over_for_the_peers():
+    # A NIM leader that restarts during the doctor's window (a Ray leader exits with a lost
+    # worker) held the port when the listener started: the peers must still find it answered.
+    owner = socket.socket()
+    owner.bind(('127.0.0.1', 0))
+    owner.listen(1)
+    port = owner.getsockname()[1]
+    flag = threading.Event()
+    out = {}
+    thread = threading.Thread(target=lambda: out.update(
+        doctor_probe.listen([port], ['127.0.0.1'], 20, '127.0.0.1', stopped=flag.is_set)))
+    thread.start()
+    try:
+        time.sleep(0.3)
+        assert thread.is_alive()
+        owner.close()
+        result = doctor_probe.connect_all([{'host': 'me', 'address': '127.0.0.1', 'port': port}], 5)[0]
+    finally:
+        owner.close()
+        flag.set()
+        thread.join(5)
+    assert not thread.is_alive()
+    # The offset is the listener's clock: the listener, not the owner, answered.
+    assert result['ok'] and result['clock_offset_s'] is not None, result
+    assert out[port]['state'] == 'listening' and out[port]['taken_over'] is True
+    assert out[port]['seen'] == ['127.0.0.1']
+    assert doctor_probe.port_free(port, '127.0.0.1')
+
+
 def test_closed_port_is_refused_within_the_timeout():
     port = _free_port()
     started = time.time()
