@@ -136,19 +136,37 @@ def two_group_inventory(workdir):
     child group does; inline vars are used throughout because a group_vars/ file would outrank
     every inline group var, child groups' included.
     """
+    return write_inventory(workdir, 'two-groups', {
+        'llama': {'hosts': {'a1': {}, 'a2': {}}, 'vars': {'nim_group': 'llama'}},
+        'r1': {'hosts': {'b1': {}, 'b2': {}},
+               'vars': dict(DEEPSEEK_R1, nim_group='r1', nim_k8s_namespace='nim-r1')},
+    })
+
+
+def write_inventory(workdir, name, groups):
+    """workdir/NAME.yml: the example inventory's nim_nodes vars over the given child groups."""
     with open(os.path.join(INVENTORY, 'group_vars', 'nim_nodes.yml'), encoding='utf-8') as handle:
         example_vars = yaml.safe_load(handle)
-    path = os.path.join(workdir, 'two-groups.yml')
-    inventory = {'all': {'children': {'nim_nodes': {
-        'vars': example_vars,
-        'children': {
-            'llama': {'hosts': {'a1': {}, 'a2': {}}, 'vars': {'nim_group': 'llama'}},
-            'r1': {'hosts': {'b1': {}, 'b2': {}},
-                   'vars': dict(DEEPSEEK_R1, nim_group='r1', nim_k8s_namespace='nim-r1')},
-        }}}}}
+    path = os.path.join(workdir, '%s.yml' % name)
     with open(path, 'w', encoding='utf-8') as handle:
-        yaml.safe_dump(inventory, handle)
+        yaml.safe_dump({'all': {'children': {'nim_nodes': {'vars': example_vars, 'children': groups}}}}, handle)
     return path
+
+
+def playbook_env(workdir, **settings):
+    """The environment of an ansible-playbook run in workdir: the collection from the workdir, no
+    cluster reachable, the lab's fake key; settings add or override ANSIBLE_* variables."""
+    env = dict(os.environ)
+    env.update(
+        ANSIBLE_COLLECTIONS_PATH=os.path.join(workdir, 'collections'),
+        ANSIBLE_NOCOLOR='1',
+        ANSIBLE_RETRY_FILES_ENABLED='0',
+        ANSIBLE_LOCAL_TEMP=os.path.join(workdir, 'tmp'),
+        KUBECONFIG=os.path.join(workdir, 'no-such-kubeconfig'),
+        NGC_API_KEY=FAKE_NGC_KEY,
+    )
+    env.update(settings)
+    return env
 
 
 def run_render(workdir, name, backend, extra, render_dir=None, inventory=INVENTORY, live=False):
@@ -161,17 +179,8 @@ def run_render(workdir, name, backend, extra, render_dir=None, inventory=INVENTO
     with open(vars_file, 'w', encoding='utf-8') as handle:
         json.dump(dict(extra, nim_k8s_backend=backend, nim_k8s_render_dir='' if live else render_dir,
                        nim_k8s_ssh_key_dir=os.path.join(workdir, 'keys')), handle)
-    env = dict(os.environ)
-    env.update(
-        ANSIBLE_COLLECTIONS_PATH=os.path.join(workdir, 'collections'),
-        ANSIBLE_NOCOLOR='1',
-        ANSIBLE_RETRY_FILES_ENABLED='0',
-        ANSIBLE_LOCAL_TEMP=os.path.join(workdir, 'tmp'),
-        KUBECONFIG=os.path.join(workdir, 'no-such-kubeconfig'),
-        NGC_API_KEY=FAKE_NGC_KEY,
-    )
     proc = subprocess.run(
         ['ansible-playbook', '-i', inventory, PLAYBOOK, '-e', '@' + vars_file],
-        cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        cwd=workdir, env=playbook_env(workdir), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         universal_newlines=True, timeout=300, check=False)
     return Render(render_dir, proc.returncode, proc.stdout)

@@ -15,9 +15,7 @@ import json
 import os
 import subprocess
 
-import yaml
-
-from k8s_render import FAKE_NGC_KEY, INVENTORY
+from k8s_render import playbook_env, write_inventory
 from k8s_schema import REPO
 
 SITE = os.path.join(REPO, 'playbooks', 'site.yml')
@@ -28,15 +26,6 @@ CONTROLLER_SIDE = {PLAN_ACTION, 'ansible.builtin.set_fact', 'ansible.builtin.deb
                    'ansible.builtin.fail', 'ansible.builtin.assert', 'ansible.builtin.meta'}
 
 
-def _inventory(workdir, name, groups):
-    with open(os.path.join(INVENTORY, 'group_vars', 'nim_nodes.yml'), encoding='utf-8') as handle:
-        example_vars = yaml.safe_load(handle)
-    path = os.path.join(workdir, '%s.yml' % name)
-    with open(path, 'w', encoding='utf-8') as handle:
-        yaml.safe_dump({'all': {'children': {'nim_nodes': {'vars': example_vars, 'children': groups}}}}, handle)
-    return path
-
-
 def _hosts(prefix, count):
     # A closed port on the loopback: a connection attempt fails at once, and shows as unreachable.
     return dict(('%s%d' % (prefix, index), {'ansible_host': '127.0.0.1', 'ansible_port': 9})
@@ -44,18 +33,8 @@ def _hosts(prefix, count):
 
 
 def _site(workdir, inventory, render_dir, *args):
-    env = dict(os.environ)
-    env.update(
-        ANSIBLE_COLLECTIONS_PATH=os.path.join(workdir, 'collections'),
-        ANSIBLE_STDOUT_CALLBACK='ansible.posix.json',
-        ANSIBLE_NOCOLOR='1',
-        ANSIBLE_RETRY_FILES_ENABLED='0',
-        ANSIBLE_HOST_KEY_CHECKING='0',
-        ANSIBLE_TIMEOUT='5',
-        ANSIBLE_LOCAL_TEMP=os.path.join(workdir, 'tmp'),
-        KUBECONFIG=os.path.join(workdir, 'no-such-kubeconfig'),
-        NGC_API_KEY=FAKE_NGC_KEY,
-    )
+    env = playbook_env(workdir, ANSIBLE_STDOUT_CALLBACK='ansible.posix.json', ANSIBLE_HOST_KEY_CHECKING='0',
+                       ANSIBLE_TIMEOUT='5')
     proc = subprocess.run(
         ['ansible-playbook', '-i', inventory, SITE, '-e', 'nim_k8s_backend=lws', '-e', 'nim_k8s_render_dir=' + render_dir,
          '-e', 'nim_k8s_ssh_key_dir=' + os.path.join(workdir, 'keys')] + list(args),
@@ -90,7 +69,7 @@ def test_site_plans_once_and_validates_once_on_a_kubernetes_inventory(workdir):
               'other': {'hosts': _hosts('o', 2), 'vars': {'nim_group': 'other', 'nim_deployment_mode': 'kubernetes',
                                                           'nim_k8s_namespace': 'nim-other'}}}
     render_dir = os.path.join(workdir, 'out', 'site-k8s')
-    rc, run, stderr = _site(workdir, _inventory(workdir, 'site-k8s', groups), render_dir)
+    rc, run, stderr = _site(workdir, write_inventory(workdir, 'site-k8s', groups), render_dir)
     assert rc == 0, stderr[-3000:]
     planned, plan = _plan(run)
     assert len(planned) == 1, planned
@@ -112,7 +91,7 @@ def test_site_takes_each_group_by_its_mode_on_a_mixed_inventory(workdir):
     groups = {'dock': {'hosts': _hosts('d', 2), 'vars': {'nim_group': 'dock', 'nim_deployment_mode': 'docker'}},
               'llama': {'hosts': _hosts('k', 2), 'vars': {'nim_group': 'llama', 'nim_deployment_mode': 'kubernetes'}}}
     render_dir = os.path.join(workdir, 'out', 'site-mixed')
-    rc, run, _stderr = _site(workdir, _inventory(workdir, 'site-mixed', groups), render_dir)
+    rc, run, _stderr = _site(workdir, write_inventory(workdir, 'site-mixed', groups), render_dir)
     planned, plan = _plan(run)
     assert len(planned) == 1, planned
     assert len(_ran(run, lambda r: r[1].endswith(VALIDATE_TASK))) == 1
