@@ -167,7 +167,7 @@ def port_free(port, address='0.0.0.0'):
 
 def listen(ports, peers, window, address='0.0.0.0', clock=time.time, stopped=None):
     """Accept TCP connections on ``ports`` until every peer address connected to every port,
-    ``window`` seconds passed or ``stopped()`` is true (checked twice a second). A port something
+    ``window`` seconds passed or ``stopped()`` is true (checked at least twice a second). A port something
     else already listens on is left to it (a running NIM container answers for itself); when it
     lets go before the window ends (a rank that died and is restarting, as a Ray leader does with
     a lost worker), the listener takes the port over within a tenth of a second, so that the peers'

@@ -155,7 +155,7 @@ def write_inventory(workdir, name, groups):
 
 def playbook_env(workdir, **settings):
     """The environment of an ansible-playbook run in workdir: the collection from the workdir, no
-    cluster reachable, the lab's fake key; settings add or override ANSIBLE_* variables."""
+    cluster reachable, the tests' fake NGC key; settings add or override ANSIBLE_* variables."""
     env = dict(os.environ)
     env.update(
         ANSIBLE_COLLECTIONS_PATH=os.path.join(workdir, 'collections'),
