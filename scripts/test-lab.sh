@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # End-to-end test of the lab and host preparation, over real SSH:
-#   1. a fresh 3-host lab comes up (timed) and every host answers ansible.builtin.ping;
-#   2. on the fresh lab, `--check --diff` finishes without a failure;
-#   3. playbooks/prepare_hosts.yml converges it; the deployment key's files are the secrets
-#      group's and no log holds a line of them;
-#   4. the lab goes down and leaves no container, volume, network or file behind.
+#   1. a fresh 3-host lab comes up (timed) and every host answers ansible.builtin.ping; its last
+#      host is made brownfield: it runs Docker's docker-ce (a stand-in package with docker-ce's
+#      relations, tests/lab/brownfield.yml) and a container of the site;
+#   2. on the fresh and brownfield hosts, `prepare_hosts.yml --check --diff` finishes (rc=0), reports every
+#      host, and changes nothing: package lists, file checksums (/etc, /usr/local, /opt), container
+#      IDs and the engine's start time are the same before and after;
+#   3. playbooks/prepare_hosts.yml converges it; the brownfield host keeps docker-ce and its
+#      container (same ID, running); the deployment key's files are the secrets group's and no log
+#      holds a line of them;
+#   4. on the converged lab, the dry run again finishes and changes nothing;
+#   5. the lab goes down and leaves no container, volume, network or file behind.
 # That a second preparation changes nothing is proven by the Docker path test on the lab this one
 # hands on (its second site.yml run, preparation included, must change nothing), and that -vvv
 # shows no key by the security test's site.yml -vvv: `make test` runs each once.
@@ -13,17 +19,21 @@
 #   LAB_SKIP_TAGS=rdma scripts/test-lab.sh           skip roles (comma-separated tags)
 #   LAB_KEEP=1 scripts/test-lab.sh                 leave the prepared lab running (`make test`
 #                                                  hands it on to the Docker path tests)
+#   NIMSTACK_LAB_PREFIX, NIMSTACK_LAB_SUBNET, NIMSTACK_LAB_DIR   a lab of its own (scripts/lab/lab.sh)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 lab=scripts/lab/lab.sh
 hosts=${LAB_HOSTS:-3}
 skip_tags=${LAB_SKIP_TAGS:-}
-logs=build/lab-test
+prefix=${NIMSTACK_LAB_PREFIX:-nimstack-lab}
+export NIMSTACK_LAB_DIR=${NIMSTACK_LAB_DIR:-$repo/build/lab}
+inventory=$NIMSTACK_LAB_DIR/inventory.yml
+logs=build/lab-test${NIMSTACK_LAB_PREFIX:+-$NIMSTACK_LAB_PREFIX}
 export ANSIBLE_CONFIG=$repo/ansible.cfg ANSIBLE_NOCOLOR=1 NO_COLOR=1
-# Facts are cached per lab (build/lab is removed by `down`), so a fresh lab never sees the
-# facts of an earlier one under the same host names.
-export ANSIBLE_CACHE_PLUGIN_CONNECTION=$repo/build/lab/facts
+# Facts are cached per lab (the lab's directory is removed by `down`), so a fresh lab never sees
+# the facts of an earlier one under the same host names.
+export ANSIBLE_CACHE_PLUGIN_CONNECTION=$NIMSTACK_LAB_DIR/facts
 
 mkdir -p "$logs" build/collections/ansible_collections/nimstack
 ln -sfn ../../../.. build/collections/ansible_collections/nimstack/multinode
@@ -36,7 +46,10 @@ source "$repo/scripts/lib-recap.sh"
 
 playbook() {
   local log=$1; shift
-  local args=(-i build/lab/inventory.yml -i inventories/lab playbooks/prepare_hosts.yml)
+  local book=${PLAYBOOK:-playbooks/prepare_hosts.yml}
+  local args=(-i "$inventory" -i inventories/lab)
+  [[ $book == playbooks/site.yml ]] && args+=(-i inventories/lab-docker)
+  args+=("$book")
   [[ -n "$skip_tags" ]] && args+=(--skip-tags "$skip_tags")
   local start=$SECONDS rc=0
   ansible-playbook "${args[@]}" "$@" >"$log" 2>&1 || rc=$?
@@ -66,21 +79,71 @@ scripts/lab/build-image.sh >/dev/null
 lab_up
 
 step "ping over SSH with the lab key and pinned host keys"
-ansible -i build/lab/inventory.yml nim_nodes -m ansible.builtin.ping >"$logs/ping.log" 2>&1 \
+ansible -i "$inventory" nim_nodes -m ansible.builtin.ping >"$logs/ping.log" 2>&1 \
   || { cat "$logs/ping.log"; fail "ping"; }
 pongs=$(grep -c '"ping": "pong"\|ping: pong' "$logs/ping.log" || true)
 ((pongs == hosts)) || { cat "$logs/ping.log"; fail "$pongs of $hosts hosts answered ping"; }
 echo "   $pongs of $hosts hosts answered"
 
-step "prepare_hosts.yml --check --diff on the fresh lab"
-playbook "$logs/check.log" --check --diff || fail "check mode (see $logs/check.log)"
+brown=$prefix-$hosts
+step "brownfield: $brown runs docker-ce and a container of the site"
+start=$SECONDS
+ansible-playbook -i "$inventory" --limit "$brown" tests/lab/brownfield.yml >"$logs/brownfield.log" 2>&1 \
+  || { tail -30 "$logs/brownfield.log"; fail "brownfield setup (see $logs/brownfield.log)"; }
+app_id=$(docker exec "$brown" cat /tmp/site-app-id)
+echo "   $brown: docker-ce and site-app ${app_id:0:12} in $((SECONDS - start)) s"
+
+# What a dry run must leave as it is, on every host: the package list, the checksums of the files
+# under /etc, /usr/local and /opt (and which directories and links are there), every container
+# and since when the engine runs.
+snapshot() {
+  local out=$1 i
+  for i in $(seq 1 "$hosts"); do
+    echo "### $prefix-$i"
+    docker exec "$prefix-$i" sh -c '
+      dpkg-query -W -f="\${Package} \${Version} \${db:Status-Abbrev}\n"
+      find /etc /usr/local /opt -xdev -type f -print0 2>/dev/null | sort -z | xargs -0 sha256sum
+      find /etc /usr/local /opt -xdev ! -type f 2>/dev/null | sort
+      if command -v docker >/dev/null; then docker ps -a --no-trunc --format "{{.ID}} {{.Status}}" | sed "s/ (.*//; s/ [0-9].*//"; fi
+      systemctl show -p ActiveEnterTimestampMonotonic docker.service containerd.service'
+  done >"$out"
+}
+
+# The dry run (prepare_hosts.yml --check --diff; LAB_DRY_RUN_PLAYBOOK=playbooks/site.yml for the
+# whole site, whose deploy stage does not complete in check mode on a fresh lab yet): rc=0, a recap
+# line for every host, a report of what a real run does on the brownfield host, nothing changed.
+dry_run() {
+  local name=$1 log=$logs/check-$1.log
+  snapshot "$logs/snapshot-$name-before.txt"
+  PLAYBOOK=${LAB_DRY_RUN_PLAYBOOK:-playbooks/prepare_hosts.yml} playbook "$log" --check --diff \
+    || fail "--check on the $name lab (see $log)"
+  snapshot "$logs/snapshot-$name-after.txt"
+  diff "$logs/snapshot-$name-before.txt" "$logs/snapshot-$name-after.txt" >"$logs/snapshot-$name.diff" \
+    || { head -20 "$logs/snapshot-$name.diff"; fail "--check changed the $name lab (see $logs/snapshot-$name.diff)"; }
+  local recaps
+  recaps=$(grep -c "^$prefix-[0-9]* *: ok=" "$log" || true)
+  ((recaps == hosts)) || fail "the recap of $log names $recaps of $hosts hosts"
+  tr -s ' \n' '  ' <"$log" | grep -q "docker on $brown: docker-ce 28.1.1 is installed: adopted" \
+    || fail "$log does not report the adopted docker-ce of $brown"
+  echo "   $(wc -l <"$logs/snapshot-$name-before.txt") lines of packages, checksums, containers and engine start times: unchanged"
+}
+
+step "--check --diff on the fresh lab with a brownfield host"
+dry_run fresh
 
 step "prepare_hosts.yml converges"
 playbook "$logs/prepare-1.log" || fail "first run (see $logs/prepare-1.log)"
 
+step "the brownfield host keeps its engine and its container"
+engines=$(docker exec "$brown" dpkg-query -W -f='${Package} ${db:Status-Abbrev}\n' docker-ce docker.io 2>/dev/null \
+  | awk '$2 == "ii" {print $1}' | tr '\n' ' ') || true
+[[ $engines == "docker-ce " ]] || fail "$brown: engine packages now '$engines'"
+app_now=$(docker exec "$brown" docker inspect --format '{{.Id}} {{.State.Running}}' site-app)
+[[ $app_now == "$app_id true" ]] || fail "$brown: site-app is now '$app_now', was $app_id"
+echo "   $brown: docker-ce kept, site-app ${app_id:0:12} still running"
+
 step "the deployment key stays secret: modes, and absent from every log"
 mesh=/etc/nimstack/mesh/default
-prefix=${NIMSTACK_LAB_PREFIX:-nimstack-lab}
 for i in $(seq 1 "$hosts"); do
   # root's and the group nimstack-secrets's, which only the containers get.
   modes=$(docker exec "$prefix-$i" stat -c '%n %a %u %g' "$mesh/private.key" "$mesh/ssh_host_ed25519_key")
@@ -89,9 +152,12 @@ for i in $(seq 1 "$hosts"); do
 done
 # Every base64 line of the private key (and the host key) must be absent from the logs.
 secret_lines=$(docker exec "$prefix-1" sh -c "grep -hv -- '-----' $mesh/private.key $mesh/ssh_host_ed25519_key")
-leaks=$(cat "$logs"/check.log "$logs"/prepare-*.log | grep -cFf <(printf '%s\n' "$secret_lines") || true)
+leaks=$(cat "$logs"/check-*.log "$logs"/prepare-*.log | grep -cFf <(printf '%s\n' "$secret_lines") || true)
 ((leaks == 0)) || fail "$leaks log lines contain private key material"
 echo "   key files 0400/0600 owned by uid 1000 on $hosts hosts; $(wc -l <<<"$secret_lines") key lines found in no log"
+
+step "--check --diff on the converged lab"
+dry_run converged
 
 step "down leaves nothing behind"
 if [[ -n "${LAB_KEEP:-}" ]]; then
@@ -100,10 +166,10 @@ if [[ -n "${LAB_KEEP:-}" ]]; then
 fi
 lab_down
 trap - EXIT
-left=$(docker ps -aq --filter label=nimstack.lab=nimstack-lab | wc -l)
-vols=$(docker volume ls -q --filter 'name=^nimstack-lab-[0-9]+-docker$' | wc -l)
+left=$(docker ps -aq --filter "label=nimstack.lab=$prefix" | wc -l)
+vols=$(docker volume ls -q --filter "name=^$prefix-[0-9]+-docker\$" | wc -l)
 ((left == 0 && vols == 0)) || fail "$left containers and $vols volumes left"
-! docker network inspect nimstack-lab >/dev/null 2>&1 || fail "network nimstack-lab left"
-[[ ! -e build/lab ]] || fail "build/lab left"
+! docker network inspect "$prefix" >/dev/null 2>&1 || fail "network $prefix left"
+[[ ! -e $NIMSTACK_LAB_DIR ]] || fail "$NIMSTACK_LAB_DIR left"
 echo "   nothing left"
 echo "test-lab.sh: passed"

@@ -565,6 +565,10 @@ RULES = {
     'nim_frontend_config_dir': _path('owned'),
     # docker
     'docker_install_source': _choice(('auto', 'docker', 'distribution')),
+    # What a role does with a component the collection did not install (plugins/module_utils/host_components.py)
+    'docker_engine_policy': _choice(('adopt', 'manage', 'refuse')),
+    'nvidia_driver_policy': _choice(('adopt', 'manage', 'refuse')),
+    'nvidia_container_toolkit_policy': _choice(('adopt', 'manage', 'refuse')),
     'docker_repo_url': _https(False),
     'docker_repo_gpg_key_url': _https(),
     'docker_data_root': _path('owned', empty_ok=True),

@@ -378,3 +378,17 @@ def test_nccl_bandwidth_against_the_interconnect():
     facts['gpu-1']['nccl'] = {'rc': 124, 'stdout': '', 'stderr': 'mpirun: command not found'}
     row = [r for r in doctor.evaluate([g], facts, options=options) if r['check'] == 'nccl'][0]
     assert row['status'] == 'fail' and 'rc 124' in row['found'] and 'mpirun' in row['found']
+
+
+def test_two_real_h100_hosts_of_one_driver_pass_the_gpu_check(group):
+    # The second capture (tests/unit/fixtures/h100_host) is another H100 host: another UUID, the same
+    # model and driver, so the group's GPU check passes on both and names what it found.
+    other = os.path.join(os.path.dirname(__file__), '..', '..', 'fixtures', 'h100_host', 'query-gpu.csv')
+    with open(other, newline='') as handle:
+        second = build_facts(parse_query_csv(handle.read()), cuda_version='13.0')
+    assert second['gpus'][0]['uuid'] != gpu()['gpus'][0]['uuid']
+    facts = healthy(group)
+    facts['gpu-2']['gpu'] = second
+    results = [r for r in doctor.evaluate([group], facts, options=OPTIONS) if r['check'] == 'gpu']
+    assert [r['status'] for r in results] == ['pass'] * 3
+    assert results[1]['found'] == 'NVIDIA H100 80GB HBM3 x 1, driver 580.159.04'
