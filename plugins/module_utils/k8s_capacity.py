@@ -146,7 +146,8 @@ def assess_nodes(nodes, used, gpus_per_rank, node_selector=None, tolerations=Non
 
 def _planned_pods(groups):
     """A test for the running pods of any planned group: this run keeps or replaces them itself."""
-    owned = set((group.get('namespace'), group.get('object_name')) for group in groups if group.get('object_name'))
+    owned = set((group.get('namespace'), group.get('lws_name') or group.get('object_name'))
+                for group in groups if group.get('lws_name') or group.get('object_name'))
 
     def is_planned(pod):
         metadata = pod.get('metadata') or {}
@@ -158,8 +159,9 @@ def check_group(group, nodes, pods, resource=GPU_RESOURCE, reserved=None, taken_
     """One deployment group against the cluster: a dict with the counts and ``errors`` (strings).
 
     ``group``: name, size (pods per LWS group), replicas (LWS groups), gpus_per_rank, and optional
-    node_selector, tolerations, topology_key (LWS exclusive topology), namespace and object_name
-    (whose running pods are not counted as used).
+    node_selector, tolerations, topology_key (LWS exclusive topology), namespace, object_name and
+    lws_name (the LeaderWorkerSet whose running pods are the group's, not counted as used; default
+    object_name: the NIM Operator names the one it builds <NIMService>-lws).
     ``reserved`` (node -> GPUs) and ``taken_domains`` ({topology key: set of domains}) hold what the
     groups placed before this one take; they are updated with this group's placement when it fits.
     ``skip(pod)`` excepts pods from the GPUs in use (default: this group's own).

@@ -178,5 +178,13 @@ def capacity_groups(plan, settings):
              'gpus_per_rank': int(group['layout']['gpus_per_rank']),
              'node_selector': s['nim_k8s_node_selector'], 'tolerations': s['nim_k8s_tolerations'],
              'topology_key': s['nim_k8s_exclusive_topology'], 'namespace': group['k8s']['namespace'],
-             'object_name': group['k8s']['name']}
+             'object_name': group['k8s']['name'], 'lws_name': lws_name(group, s)}
             for group in k8s_groups(plan)]
+
+
+def lws_name(group, settings):
+    """The LeaderWorkerSet that runs a Kubernetes group: the group's own with the lws backend; with
+    nim_operator, the one the operator builds for the NIMService, named <NIMService>-lws
+    (GetLWSName, api/apps/v1alpha1/nimservice_types.go of k8s-nim-operator)."""
+    name = group['k8s']['name']
+    return name + '-lws' if _settings(settings)['nim_k8s_backend'] == 'nim_operator' else name

@@ -85,6 +85,12 @@ options:
         description: LeaderWorkerSet (or NIMService) name of the group; its own pods are not counted as used.
         type: str
         default: ""
+      lws_name:
+        description:
+          - The LeaderWorkerSet whose pods are the group's (not counted as used); empty means O(groups[].object_name).
+          - The NIM Operator names the LeaderWorkerSet of NIMService C(nim-alpha) C(nim-alpha-lws).
+        type: str
+        default: ""
   nodes:
     description:
       - Node objects (the C(items) of a NodeList), or a whole List; objects of another kind are ignored,
@@ -191,6 +197,7 @@ def main():
                 topology_key=dict(type='str', default='', no_log=False),
                 namespace=dict(type='str', default=''),
                 object_name=dict(type='str', default=''),
+                lws_name=dict(type='str', default=''),
             )),
             nodes=dict(type='raw', default=[]),
             pods=dict(type='raw', default=[]),

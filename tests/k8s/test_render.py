@@ -7,6 +7,7 @@ import shutil
 import stat
 
 import pytest
+import yaml
 
 from k8s_render import DEEPSEEK_R1, FAKE_NGC_KEY, SCENARIOS, run_render
 from k8s_schema import Invalid, validate
@@ -476,3 +477,24 @@ def test_lws_defaults_recreate_the_whole_group_one_lws_group_at_a_time(renders):
 def test_nimservice_carries_the_priority_class(renders):
     service = renders['operator-priority'].one('NIMService')
     assert service['spec']['priorityClassName'] == 'nim-serving'
+
+
+def _operator_pod_template(node_selector):
+    """The NIM Operator's pod templates (manifests/lws.yaml, manifests/deployment.yaml of
+    k8s-nim-operator 3.1.2) write the node selector as `{{ $key }}: {{ $value }}`, unquoted, and
+    parse the result as YAML: what the pods get."""
+    text = 'nodeSelector:\n' + ''.join('  %s: %s\n' % (key, value) for key, value in sorted(node_selector.items()))
+    return yaml.safe_load(text)['nodeSelector']
+
+
+@pytest.mark.parametrize('name', ['operator-tp8pp2', 'operator-4node'])
+def test_the_operator_puts_the_nimservice_node_selector_on_the_pods_unchanged(renders, name):
+    # With the default selector nvidia.com/gpu.present=true the operator's pods got the bool true and
+    # no LeaderWorkerSet was built at all: the NIMService must carry the value so that the
+    # operator's unquoted template writes the string back.
+    spec = renders[name].one('NIMService')['spec']
+    assert _operator_pod_template(spec['nodeSelector']) == {'nvidia.com/gpu.present': 'true'}
+    # A NIMCache's Job is built from the Go object, not from a template: it carries the plain value.
+    for obj in renders[name].manifests().values():
+        if obj['kind'] == 'NIMCache':
+            assert obj['spec']['nodeSelector'] == {'nvidia.com/gpu.present': 'true'}

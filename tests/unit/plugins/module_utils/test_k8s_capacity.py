@@ -179,6 +179,22 @@ def test_the_running_pods_of_every_planned_group_are_not_counted_on_a_rerun():
     assert errors == []
 
 
+def test_the_pods_the_nim_operator_made_for_planned_groups_are_theirs_on_a_rerun():
+    # The operator names the LeaderWorkerSet of NIMService nim-alpha nim-alpha-lws; a re-run of the
+    # nim_operator backend keeps those pods, so their GPUs are the group's own, not someone else's.
+    operator = {'app.kubernetes.io/managed-by': 'k8s-nim-operator'}
+    listing = kubectl_list(node('gpu-a'), node('gpu-b'), node('gpu-c'), node('gpu-d'), *[
+        pod('nim-%s-lws-0%s' % (name, suffix), where, gpus=8, namespace='nim',
+            labels=dict(operator, **{'leaderworkerset.sigs.k8s.io/name': 'nim-%s-lws' % name}))
+        for name, suffix, where in (('alpha', '', 'gpu-a'), ('alpha', '-1', 'gpu-b'),
+                                    ('beta', '', 'gpu-c'), ('beta', '-1', 'gpu-d'))])
+    groups = [group(name, lws_name='nim-%s-lws' % name) for name in ('alpha', 'beta')]
+    assert _check(groups, listing)[1] == []
+    # The same pods in another namespace, or of an LWS of another name, are someone else's.
+    assert len(_check([group('alpha', lws_name='nim-alpha-lws', namespace='other')], listing)[1]) == 1
+    assert len(_check([group('alpha')], listing)[1]) == 1
+
+
 @pytest.mark.parametrize('toleration, taint, expected', [
     ({'key': 'k', 'operator': 'Exists'}, {'key': 'k', 'value': 'v', 'effect': 'NoSchedule'}, True),
     ({'key': 'k', 'value': 'v'}, {'key': 'k', 'value': 'v', 'effect': 'NoSchedule'}, True),

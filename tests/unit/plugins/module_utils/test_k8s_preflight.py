@@ -203,5 +203,13 @@ def test_capacity_groups_carry_what_the_capacity_check_needs():
         'name': 'llama', 'size': 2, 'replicas': 2, 'gpus_per_rank': 8,
         'node_selector': {'pool': 'gpu'}, 'tolerations': [{'key': 'gpu'}],
         'topology_key': 'topology.kubernetes.io/rack', 'namespace': 'nim',
-        'object_name': plan['groups']['llama']['k8s']['name'],
+        'object_name': plan['groups']['llama']['k8s']['name'], 'lws_name': plan['groups']['llama']['k8s']['name'],
     }]
+
+
+def test_capacity_groups_name_the_leaderworkerset_the_nim_operator_builds():
+    # The operator's LWS for NIMService <name> is <name>-lws: its pods are the group's own on a re-run.
+    plan = _plan(group='llama')
+    name = plan['groups']['llama']['k8s']['name']
+    assert [g['lws_name'] for g in capacity_groups(plan, OPERATOR)] == [name + '-lws']
+    assert [g['lws_name'] for g in capacity_groups(plan, LWS)] == [name]
