@@ -9,15 +9,9 @@ COLLECTION_LINK := build/collections/ansible_collections/nimstack/multinode
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: test static labs deps link lint units k8s build-check sanity bad-inputs molecule molecule-nvidia molecule-others lab-test standin-test docker-path-test contracts-test docs-check awx-test doctor-test security-test supervisor-test rollout-test k8s-cluster k8s-cluster-down k8s-live-test lab lab-down clean
+.PHONY: test labs deps link lint units k8s build-check sanity bad-inputs molecule molecule-nvidia molecule-others lab-test standin-test docker-path-test contracts-test docs-check awx-test doctor-test security-test supervisor-test rollout-test k8s-cluster k8s-cluster-down k8s-live-test lab lab-down clean
 
-# The steps that need no container, one after the other.
-static: lint units k8s build-check sanity docs-check bad-inputs
-
-# The whole suite: the static steps run as one more stream beside the container-based ones
-# (scripts/test-labs.sh says why that is faster than running them first).
-test: deps
-	scripts/test-labs.sh --static
+test: deps lint units k8s build-check sanity docs-check bad-inputs labs
 
 deps: $(VENV)/.deps-stamp link
 

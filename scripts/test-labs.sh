@@ -10,10 +10,6 @@
 #   stream c: k8s-live-test, the Kubernetes roles on a live control plane (built from the Go
 #             module proxy, cached outside the clone), rollout-test (a lab of its own), then the
 #             NVIDIA roles' molecule scenarios
-#   stream s: with --static (`make test`), the steps that need no container (`make static`: lint,
-#             units, k8s render, build check, sanity, docs, bad inputs). They take about 7 minutes
-#             of mostly computing; run first they added all of it to the suite, beside the lab
-#             streams they fill the cores the streams leave idle while they wait.
 #
 # The streams are balanced by their measured times (docs/testing.md has the latest): the handed-on
 # lab of stream a is the longest chain, so every step that stands alone goes to b or c.
@@ -21,8 +17,7 @@
 # A stream stops at its first failing step; the others go on. Exits non-zero when any step
 # failed, naming it.
 #
-#   scripts/test-labs.sh            the three lab streams (`make labs`)
-#   scripts/test-labs.sh --static   and the static steps beside them (`make test`)
+#   scripts/test-labs.sh
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -30,11 +25,6 @@ cd "$repo"
 stream_a=(lab-test docker-path-test contracts-test)
 stream_b=(standin-test awx-test doctor-test security-test molecule-others)
 stream_c=(k8s-live-test rollout-test molecule-nvidia)
-case ${1:-} in
-  --static) stream_s=(static) ;;
-  "") stream_s=() ;;
-  *) echo "usage: scripts/test-labs.sh [--static]" >&2; exit 2 ;;
-esac
 
 # What the streams need is made once, before they start: the Docker engine, the lab's host
 # image and the stand-in image with its archive (two builds of one archive would race).
@@ -65,12 +55,9 @@ a=$!
 b=$!
 (stream c "${stream_c[@]}" 2>&1 | sed -u 's/^/[c] /' | tee build/test-labs/c.log) &
 c=$!
-pids=("$a" "$b" "$c")
-if ((${#stream_s[@]})); then
-  (stream s "${stream_s[@]}" 2>&1 | sed -u 's/^/[s] /' | tee build/test-labs/s.log) &
-  pids+=("$!")
-fi
-for pid in "${pids[@]}"; do wait "$pid" || true; done
+wait "$a" || true
+wait "$b" || true
+wait "$c" || true
 
 failed=$(cat build/test-labs/*.failed 2>/dev/null || true)
 if [[ -n "$failed" ]]; then
