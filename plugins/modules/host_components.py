@@ -15,7 +15,7 @@ description:
     C(/proc/driver/nvidia/version)), the traces of NVIDIA's runfile installer (C(/usr/bin/nvidia-uninstall),
     C(/var/log/nvidia-installer.log)), DKMS (C(/var/lib/dkms)) and the binaries a component may have without
     a package.
-  - Says how the component got there (RV(component.found.source)) and what the role does with it under
+  - Says how the component got there (the C(source) of RV(component.found)) and what the role does with it under
     O(policy) (RV(component.action)); a refusal comes back in RV(component.problem), naming the host, what was
     found, how it was installed and what to do, so that the caller can report every host before it fails.
   - Only reads; it runs in check mode too.

@@ -34,8 +34,8 @@ def test_plain_strings_are_left_as_they_are(value):
 def test_keys_and_values_both_survive_and_the_gpu_operator_label_first_of_all():
     labels = {'nvidia.com/gpu.present': 'true', 'on': 'rack-a', 'pool': 8}
     assert template_safe_labels(labels) == {'nvidia.com/gpu.present': '"true"', '"on"': 'rack-a', 'pool': '"8"'}
-    assert _through_the_template(template_safe_labels(labels)) == {'nvidia.com/gpu.present': 'true', 'on': 'rack-a',
-                                                                  'pool': '8'}
+    expected = {'nvidia.com/gpu.present': 'true', 'on': 'rack-a', 'pool': '8'}
+    assert _through_the_template(template_safe_labels(labels)) == expected
 
 
 def test_the_filter_refuses_a_non_mapping():
