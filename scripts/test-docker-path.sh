@@ -10,7 +10,8 @@
 #   4. the leader really reached both workers over SSH (their sshd logs, the leader's log);
 #   5. a worker rank killed after the rollout is restarted by its restart policy and the
 #      endpoint is ready again (bounded wait); the next run restarts the group as a whole, naming
-#      the rank that died, and the run after it changes nothing;
+#      the rank that died; a dry run of the whole site after it (`site.yml --check --diff`) finds
+#      nothing to change and touches nothing (containers, their states and start times, the engine);
 #   6. teardown.yml leaves no container, key or file behind, and removes nothing it did not make:
 #      a container of a rank's (and of the downloader's) name without the collection's labels, a
 #      directory beside the mesh group directories, a staging directory and a ruleset file
@@ -116,14 +117,30 @@ echo "   $w restarted ($(on "$w" docker inspect -f '{{.RestartCount}}' "$contain
   "$(on "$leader" docker inspect -f '{{.RestartCount}}' "$container") restarts; serving again after $((SECONDS - t)) s:" \
   "$(cut -c1-160 "$logs/recovered.json")"
 # Docker brought the rank back, but the group formed without it: the next run restarts the whole
-# group and says why; the run after that changes nothing.
+# group and says why; a dry run of the whole site after that finds nothing to do and touches
+# nothing (every host in the recap, the same containers, states and engine start times).
 PLAYBOOK=playbooks/deploy_docker.yml play "$logs/after-recovery.log" || fail "deploy after recovery"
 log_says "$logs/after-recovery.log" "restarting the whole group .* ranks not current: .*$w (died and was restarted by Docker" \
   || fail "the run after recovery did not restart the group naming the rank that died on $w"
-PLAYBOOK=playbooks/deploy_docker.yml play "$logs/after-recovery-2.log" || fail "second deploy after recovery"
-changed=$(recap changed "$logs/after-recovery-2.log")
-((changed == 0)) || fail "the second run after recovery changed $changed"
-echo "   the next run restarted the group naming $w; the run after it changed nothing"
+runtime_state() {
+  local h
+  for h in "$leader" "${workers[@]}"; do
+    echo "### $h"
+    on "$h" sh -c 'docker ps -a --no-trunc --format "{{.ID}} {{.State}}" | sort
+      docker ps -aq | xargs -r docker inspect -f "{{.Id}} {{.State.StartedAt}}"
+      systemctl show -p ActiveEnterTimestampMonotonic docker.service containerd.service'
+  done
+}
+runtime_state >"$logs/state-before-check.txt"
+play "$logs/after-recovery-check.log" --check --diff || { tail -40 "$logs/after-recovery-check.log"; fail "site.yml --check on the converged lab"; }
+runtime_state >"$logs/state-after-check.txt"
+diff "$logs/state-before-check.txt" "$logs/state-after-check.txt" || fail "site.yml --check changed what runs"
+changed=$(recap changed "$logs/after-recovery-check.log")
+((changed == 0)) || { grep -B3 '^changed:' "$logs/after-recovery-check.log" | head -30; fail "the dry run after recovery would change $changed"; }
+recaps=$(grep -cE "^($leader|$(IFS='|'; echo "${workers[*]}")) +: ok=" "$logs/after-recovery-check.log" || true)
+((recaps == 1 + ${#workers[@]})) || fail "the dry run's recap names $recaps hosts"
+echo "   the next run restarted the group naming $w; site.yml --check --diff after it: nothing to change," \
+  "$(grep -c . "$logs/state-before-check.txt") lines of containers, states and engine start times untouched"
 
 step "a worker that cannot start: the leader is never started and the error names it"
 # A changed setting restarts the whole group; the worker's engine is down, so its rank cannot start.

@@ -3,17 +3,18 @@
 #   1. a fresh 3-host lab comes up (timed) and every host answers ansible.builtin.ping; its last
 #      host is made brownfield: it runs Docker's docker-ce (a stand-in package with docker-ce's
 #      relations, tests/lab/brownfield.yml) and a container of the site;
-#   2. on the fresh and brownfield hosts, `prepare_hosts.yml --check --diff` finishes (rc=0), reports every
+#   2. on the fresh and brownfield hosts, `site.yml --check --diff` finishes (rc=0), reports every
 #      host, and changes nothing: package lists, file checksums (/etc, /usr/local, /opt), container
-#      IDs and the engine's start time are the same before and after;
-#   3. playbooks/prepare_hosts.yml converges it; the brownfield host keeps docker-ce and its
+#      IDs and states, and the engine's start time are the same before and after;
+#   3. playbooks/prepare_hosts.yml converges it; both NVIDIA roles report the skip of every host
+#      (none has a GPU) and leave no package or file; the brownfield host keeps docker-ce and its
 #      container (same ID, running); the deployment key's files are the secrets group's and no log
 #      holds a line of them;
-#   4. on the converged lab, the dry run again finishes and changes nothing;
-#   5. the lab goes down and leaves no container, volume, network or file behind.
+#   4. the lab goes down and leaves no container, volume, network or file behind.
 # That a second preparation changes nothing is proven by the Docker path test on the lab this one
-# hands on (its second site.yml run, preparation included, must change nothing), and that -vvv
-# shows no key by the security test's site.yml -vvv: `make test` runs each once.
+# hands on (its second site.yml run, preparation included, must change nothing), the dry run of
+# the converged site there too, and that -vvv shows no key by the security test's site.yml -vvv:
+# `make test` runs each once.
 #
 #   scripts/test-lab.sh                            the whole test
 #   LAB_SKIP_TAGS=rdma scripts/test-lab.sh           skip roles (comma-separated tags)
@@ -104,18 +105,18 @@ snapshot() {
       dpkg-query -W -f="\${Package} \${Version} \${db:Status-Abbrev}\n"
       find /etc /usr/local /opt -xdev -type f -print0 2>/dev/null | sort -z | xargs -0 sha256sum
       find /etc /usr/local /opt -xdev ! -type f 2>/dev/null | sort
-      if command -v docker >/dev/null; then docker ps -a --no-trunc --format "{{.ID}} {{.Status}}" | sed "s/ (.*//; s/ [0-9].*//"; fi
+      if command -v docker >/dev/null; then docker ps -a --no-trunc --format "{{.ID}} {{.State}}"; fi
       systemctl show -p ActiveEnterTimestampMonotonic docker.service containerd.service'
   done >"$out"
 }
 
-# The dry run (prepare_hosts.yml --check --diff; LAB_DRY_RUN_PLAYBOOK=playbooks/site.yml for the
-# whole site, whose deploy stage does not complete in check mode on a fresh lab yet): rc=0, a recap
-# line for every host, a report of what a real run does on the brownfield host, nothing changed.
+# The dry run (site.yml --check --diff; LAB_DRY_RUN_PLAYBOOK=playbooks/prepare_hosts.yml for the
+# preparation alone): rc=0, a recap line for every host, a report of what a real run does on the
+# brownfield host, nothing changed.
 dry_run() {
   local name=$1 log=$logs/check-$1.log
   snapshot "$logs/snapshot-$name-before.txt"
-  PLAYBOOK=${LAB_DRY_RUN_PLAYBOOK:-playbooks/prepare_hosts.yml} playbook "$log" --check --diff \
+  PLAYBOOK=${LAB_DRY_RUN_PLAYBOOK:-playbooks/site.yml} playbook "$log" --check --diff \
     || fail "--check on the $name lab (see $log)"
   snapshot "$logs/snapshot-$name-after.txt"
   diff "$logs/snapshot-$name-before.txt" "$logs/snapshot-$name-after.txt" >"$logs/snapshot-$name.diff" \
@@ -133,6 +134,22 @@ dry_run fresh
 
 step "prepare_hosts.yml converges"
 playbook "$logs/prepare-1.log" || fail "first run (see $logs/prepare-1.log)"
+
+# The lab's hosts have no NVIDIA GPU: both NVIDIA roles must say so per host and leave nothing.
+step "hosts without a GPU: the NVIDIA roles report the skip, install and write nothing"
+for i in $(seq 1 "$hosts"); do
+  for role in nvidia_driver nvidia_container_toolkit; do
+    tr -s ' \n' '  ' <"$logs/prepare-1.log" | grep -q "$role: skipping $prefix-$i: no NVIDIA GPU found" \
+      || fail "$logs/prepare-1.log: $role does not report the skip of $prefix-$i"
+  done
+  found=$(docker exec "$prefix-$i" sh -c '
+    dpkg-query -W -f="\${Package}\n" "*nvidia*" "cuda-*" dkms 2>/dev/null
+    ls -d /etc/apt/sources.list.d/nvidia-* /etc/apt/keyrings/nvidia-* /etc/modprobe.d/blacklist-nouveau.conf \
+      /etc/nvidia-imex /etc/cdi/nvidia.yaml 2>/dev/null
+    grep -l "\"nvidia\"" /etc/docker/daemon.json 2>/dev/null' || true)
+  [[ -z $found ]] || fail "$prefix-$i: the NVIDIA roles left $(tr '\n' ' ' <<<"$found")"
+done
+echo "   $hosts hosts: both roles reported the skip; no NVIDIA package, repository, key, blacklist, CDI spec or runtime"
 
 step "the brownfield host keeps its engine and its container"
 engines=$(docker exec "$brown" dpkg-query -W -f='${Package} ${db:Status-Abbrev}\n' docker-ce docker.io 2>/dev/null \
@@ -155,9 +172,6 @@ secret_lines=$(docker exec "$prefix-1" sh -c "grep -hv -- '-----' $mesh/private.
 leaks=$(cat "$logs"/check-*.log "$logs"/prepare-*.log | grep -cFf <(printf '%s\n' "$secret_lines") || true)
 ((leaks == 0)) || fail "$leaks log lines contain private key material"
 echo "   key files 0400/0600 owned by uid 1000 on $hosts hosts; $(wc -l <<<"$secret_lines") key lines found in no log"
-
-step "--check --diff on the converged lab"
-dry_run converged
 
 step "down leaves nothing behind"
 if [[ -n "${LAB_KEEP:-}" ]]; then
