@@ -9,7 +9,7 @@ COLLECTION_LINK := build/collections/ansible_collections/nimstack/multinode
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: test labs deps link lint units k8s build-check sanity bad-inputs molecule molecule-nvidia molecule-others lab-test standin-test docker-path-test contracts-test docs-check awx-test doctor-test security-test supervisor-test rollout-test k8s-cluster k8s-cluster-down k8s-live-test lab lab-down clean
+.PHONY: test labs deps link lint units k8s build-check sanity bad-inputs molecule molecule-nvidia molecule-others lab-test standin-test docker-path-test contracts-test docs-check awx-test doctor-test security-test supervisor-test rollout-test security-rollout-test k8s-cluster k8s-cluster-down k8s-live-test lab lab-down clean
 
 test: deps lint units k8s build-check sanity docs-check bad-inputs labs
 
@@ -110,6 +110,14 @@ supervisor-test: deps
 # failing canary stops the run with the other group untouched.
 rollout-test: deps
 	scripts/test-rollout.sh
+
+# make test's way to run the two: the security test hands its 4-host lab on (prepared, no group
+# left after its teardown), the rollout test takes it as it is and takes it down at the end, so
+# the hosts are prepared once for both.
+SHARED_4_HOST_LAB := NIMSTACK_LAB_PREFIX=nimstack-sec NIMSTACK_LAB_SUBNET=172.30.83.0/24 NIMSTACK_LAB_DIR=$(CURDIR)/build/lab-sec
+security-rollout-test: deps
+	$(SHARED_4_HOST_LAB) LAB_KEEP=1 scripts/test-security.sh
+	$(SHARED_4_HOST_LAB) LAB_REUSE=1 scripts/test-rollout.sh
 
 # docs/variables.md is generated from the roles' argument_specs: fail when it is stale (regenerate
 # with `scripts/docs-reference.py -o docs/variables.md`), and when ansible-doc cannot read a role.

@@ -16,7 +16,8 @@
 #
 #   scripts/test-rollout.sh
 #   LAB_KEEP=1 scripts/test-rollout.sh    leave the lab up for a look
-#   LAB_REUSE=1 scripts/test-rollout.sh   the lab such a run left
+#   LAB_REUSE=1 scripts/test-rollout.sh   the lab such a run left, or the security test's (make test:
+#                                         make security-rollout-test, one lab for both)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
