@@ -31,7 +31,10 @@ export NIMSTACK_LAB_DIR=${NIMSTACK_LAB_DIR:-$repo/build/lab-awx}
 work=$repo/build/awx-test
 pdd=$work/pdd
 archive=$repo/build/standin-awx/nim-standin.tar
-job_timeout=${AWX_TEST_JOB_TIMEOUT:-900}
+# AWX kills a job at its template's timeout; the test sets one so that a hung job fails it, not CI's
+# limit. Far above a job's time alone (site.yml about 300 s): under make test the job shares two
+# cores with two other lab streams, and 900 s was once not enough.
+job_timeout=${AWX_TEST_JOB_TIMEOUT:-1800}
 export PATH=$repo/.venv/bin:$PATH
 # shellcheck source=scripts/lib-lab-test.sh
 source "$repo/scripts/lib-lab-test.sh"
