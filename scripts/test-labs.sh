@@ -33,6 +33,12 @@ scripts/lab/ensure-docker.sh
 scripts/lab/build-image.sh >/dev/null
 scripts/lab/build-standin.sh --archive build/standin/nim-standin.tar >/dev/null
 
+# The doctor test's bound (a healthy lab passes within DOCTOR_MAX_S, 60 s by default) is a
+# measure of the doctor alone: here its run shares two cores with two other lab streams, and took
+# 61 to 83 s where it takes about 42 s alone. The streams check it with room for that sharing;
+# `make doctor-test` on a quiet machine checks the 60 s.
+export DOCTOR_MAX_S=${DOCTOR_MAX_S:-120}
+
 mkdir -p build/test-labs
 stream() {
   local name=$1 target t; shift
