@@ -126,8 +126,7 @@ runtime_state() {
   local h
   for h in "$leader" "${workers[@]}"; do
     echo "### $h"
-    on "$h" sh -c 'docker ps -a --no-trunc --format "{{.ID}} {{.State}}" | sort
-      docker ps -aq | xargs -r docker inspect -f "{{.Id}} {{.State.StartedAt}}"
+    on "$h" sh -c 'docker ps -aq | xargs -r docker inspect -f "{{.Id}} {{.State.Status}} {{.State.StartedAt}}"
       systemctl show -p ActiveEnterTimestampMonotonic docker.service containerd.service'
   done
 }
