@@ -6,9 +6,9 @@
 #      site.yml whose inventory also holds a render-only Kubernetes group (inventories/lab-mixed):
 #      the plan is made once and the inventory validated once, the Kubernetes group is rendered
 #      and its hosts (which resolve nowhere) are never contacted; the Docker group is serving,
-#      every worker in the leader's log, no SSH mesh or hostfile, a re-run of the deployment
-#      changes nothing, a worker killed after the rollout: the next run restarts the
-#      group as a whole, says so, and it serves again;
+#      every worker in the leader's log, no SSH mesh or hostfile; a worker killed after the
+#      rollout: the next run restarts the group as a whole, says so, and it serves again (a
+#      re-run of a ray group is test-security.sh's);
 #   3. leader_address, switched to from the running ray group: serving, its re-run changes
 #      nothing (the recovery after a kill does not depend on the contract: proven under ray);
 #   4. switched to mpi (the mesh and hostfile appear), then back to ray: no key, hostfile or
@@ -94,12 +94,13 @@ mixed_run_checks() {
   echo "   the Kubernetes group rendered ($(cd "$render" && find . -type f | wc -l) files), its hosts never contacted"
 }
 
-# Deploy under one contract, check it serves as that contract, re-run, then (with `recover`)
-# kill a worker and let the next run recover the group. How a run recovers a group does not
-# depend on the contract (the plan compares every rank with its spec): the recovery is proven
-# under ray here and under mpi by test-docker-path.sh, not again under leader_address.
+# Deploy under one contract and check it serves as that contract; then either (`rerun`) re-run
+# its deployment, which changes nothing, or (`recover`) kill a worker and let the next run recover
+# the group. Neither depends on much more than the contract's objects: the recovery is proven
+# under ray here and under mpi by test-docker-path.sh, the re-run under leader_address here and
+# under mpi and ray by test-security.sh (a group of each, deploy_docker.yml run again).
 contract_round() {
-  local contract=$1 expect_cmd=$2 recover=${3:-} w=${workers[0]}
+  local contract=$1 expect_cmd=$2 then=$3 w=${workers[0]}
   step "$contract: site.yml (switching from what runs)"
   play_ok "$logs/site-$contract.log" -e "nim_launch_contract=$contract"
   log_says "$logs/site-$contract.log" "launch contract $contract: nim_launch_contract=$contract is set explicitly" \
@@ -112,14 +113,14 @@ contract_round() {
   workers_in_leader_log "$contract"
   no_mpi_leftovers "$contract"
 
-  # site.yml's own re-run is test-docker-path.sh's; here the contract's deployment is re-run.
-  step "$contract: a re-run changes nothing"
-  PLAYBOOK=playbooks/deploy_docker.yml play_ok "$logs/site-$contract-2.log" -e "nim_launch_contract=$contract"
-  local changed
-  changed=$(recap changed "$logs/site-$contract-2.log")
-  ((changed == 0)) || { grep -B3 '^changed:' "$logs/site-$contract-2.log" | head -30; fail "the re-run under $contract changed $changed"; }
-
-  [[ $recover == recover ]] || return 0
+  if [[ $then == rerun ]]; then
+    step "$contract: a re-run changes nothing"
+    PLAYBOOK=playbooks/deploy_docker.yml play_ok "$logs/site-$contract-2.log" -e "nim_launch_contract=$contract"
+    local changed
+    changed=$(recap changed "$logs/site-$contract-2.log")
+    ((changed == 0)) || { grep -B3 '^changed:' "$logs/site-$contract-2.log" | head -30; fail "the re-run under $contract changed $changed"; }
+    return 0
+  fi
   step "$contract: a worker killed after the rollout; the next run recovers the group"
   local t=$SECONDS
   kill_rank "$w"
@@ -148,7 +149,7 @@ rm -rf "$render"
 play_args+=(-i inventories/lab-mixed -e "nim_k8s_render_dir=$render" -e nim_k8s_backend=lws
             -e nim_k8s_install_components=false)
 contract_round ray '"nim-serve-ray","--head"' recover
-contract_round leader_address '"/opt/nim/start_server.sh"'
+contract_round leader_address '"/opt/nim/start_server.sh"' rerun
 
 step "switch to mpi: the SSH mesh and the hostfile appear"
 play_ok "$logs/site-mpi.log" -e nim_launch_contract=mpi
