@@ -382,9 +382,12 @@ def stage_lws(tmp):
         left = [o for o in ours() if o.endswith('-mpi-config') or o.endswith('-ssh-pk')]
         check(not left, '%s: objects of the mpi contract are left: %s' % (contract, left))
         say('   nothing of mpi left (hostfile ConfigMaps, SSH key Secrets)')
-        rerun = Play('rerun-%s' % contract, inv)
-        check(rerun.changed == 0, '%s: the re-run changed %d' % (contract, rerun.changed))
-        SUMMARY['changed']['rerun_' + contract] = rerun.changed
+        # The mpi re-run above proves a deployment converges; one more after the last switch
+        # proves that a switched one does too (each switch is checked against its plan).
+        if contract == 'leader_address':
+            rerun = Play('rerun-%s' % contract, inv)
+            check(rerun.changed == 0, '%s: the re-run changed %d' % (contract, rerun.changed))
+            SUMMARY['changed']['rerun_' + contract] = rerun.changed
 
     say('== secrets')
     no_key_anywhere('secrets', plays)
