@@ -9,9 +9,14 @@ COLLECTION_LINK := build/collections/ansible_collections/nimstack/multinode
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: test labs deps link lint units k8s build-check sanity bad-inputs molecule molecule-nvidia molecule-others lab-test standin-test docker-path-test contracts-test docs-check awx-test doctor-test security-test supervisor-test rollout-test security-rollout-test k8s-cluster k8s-cluster-down k8s-live-test lab lab-down clean
+.PHONY: test static labs deps link lint units k8s build-check sanity bad-inputs molecule molecule-nvidia molecule-others lab-test standin-test docker-path-test contracts-test docs-check awx-test doctor-test security-test supervisor-test rollout-test security-rollout-test k8s-cluster k8s-cluster-down k8s-live-test lab lab-down clean
 
-test: deps lint units k8s build-check sanity docs-check bad-inputs labs
+test: deps static labs
+
+# lint, units, k8s, build-check, sanity, docs-check and bad-inputs, lint beside the single-core
+# ones (scripts/test-static.sh says which run together).
+static: deps
+	scripts/test-static.sh
 
 deps: $(VENV)/.deps-stamp link
 
