@@ -13,8 +13,8 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
 test: deps static labs
 
-# lint, units, k8s, build-check, sanity, docs-check and bad-inputs, lint beside the single-core
-# ones (scripts/test-static.sh says which run together).
+# lint, units, k8s, build-check, sanity, docs-check and bad-inputs, two at a time where that fills
+# the two cores (scripts/test-static.sh says which run together).
 static: deps
 	scripts/test-static.sh
 
