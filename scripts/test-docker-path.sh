@@ -149,12 +149,9 @@ grep -q "worker $w failed or is unreachable; the leader is not started" "$logs/w
   || { tail -30 "$logs/worker-broken.log"; fail "the failure does not name the worker $w"; }
 (($(on "$leader" docker ps -q --filter "name=^$container\$" | wc -l) == 0)) || fail "the leader runs although $w is down"
 echo "   failed naming $w: $(grep -m1 -o "worker $w failed[^\"]*" "$logs/worker-broken.log" | cut -c1-120)"
+# That the next run converges once the worker is back is step 2's (a worker host down, then back)
+# and step 5's (the group restarted as a whole); teardown below takes the group as it is.
 on "$w" systemctl start docker.service
-PLAYBOOK=playbooks/deploy_docker.yml play "$logs/worker-back.log" -e nim_log_level=DEBUG \
-  || { tail -40 "$logs/worker-back.log"; fail "the re-run with $w back did not converge"; }
-probe_ready || fail "not ready after the re-run with $w back"
-log_says "$logs/worker-back.log" 'restarting the whole group' || fail "the re-run did not say it restarted the group"
-echo "   re-run with $w back: ready, the group restarted as a whole"
 
 step "teardown removes what the collection made, and nothing else"
 # Things of the site with the names the collection uses, none carrying its mark.
