@@ -9,7 +9,7 @@ COLLECTION_LINK := build/collections/ansible_collections/nimstack/multinode
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: test static labs deps link lint units k8s build-check sanity bad-inputs molecule molecule-nvidia molecule-others lab-test standin-test docker-path-test contracts-test docs-check awx-test doctor-test security-test supervisor-test rollout-test security-rollout-test k8s-cluster k8s-cluster-down k8s-live-test lab lab-down clean
+.PHONY: test static labs deps link lint units k8s build-check sanity bad-inputs molecule molecule-nvidia molecule-others lab-test standin-test docker-path-test contracts-test docs-check awx-test awx-on-lab-test doctor-test security-test supervisor-test rollout-test security-rollout-test k8s-cluster k8s-cluster-down k8s-live-test lab lab-down clean
 
 test: deps static labs
 
@@ -71,12 +71,14 @@ labs: deps
 	scripts/test-labs.sh
 
 # The lab-based tests hand one lab on: test-lab.sh prepares it and keeps it (LAB_KEEP), the
-# Docker path and contract tests take it as it is (LAB_REUSE) instead of preparing fresh hosts
-# again, and the contract test takes it down at the end, checking that nothing is left.
+# Docker path, AWX (awx-on-lab-test) and contract tests take it as it is (LAB_REUSE) instead of
+# preparing fresh hosts again, and the contract test takes it down at the end, checking that
+# nothing is left.
 lab-test: deps
 	LAB_KEEP=1 scripts/test-lab.sh
 
-# The lab's stand-in NIM image speaking the mpi contract for real across three containers.
+# The lab's stand-in NIM image speaking each launch contract for real across three containers;
+# not in make test (every lab step runs the stand-in): run it when the stand-in changes.
 standin-test: deps
 	scripts/lab/ensure-docker.sh
 	scripts/lab/test-standin.sh
@@ -138,6 +140,12 @@ docs-check: deps
 # vars and the NGC credential as env, on a lab of its own; the key must not leak into the job.
 awx-test: deps
 	scripts/test-awx.sh
+
+# make test's way to run it: on the 3-host lab the Docker path test hands on (prepared, its group
+# torn down), handed on in turn to the contract test, so no hosts are prepared for it alone.
+awx-on-lab-test: deps
+	NIMSTACK_LAB_PREFIX=nimstack-lab NIMSTACK_LAB_SUBNET=172.30.77.0/24 NIMSTACK_LAB_DIR=$(CURDIR)/build/lab \
+	  LAB_REUSE=1 LAB_KEEP=1 scripts/test-awx.sh
 
 # A real Kubernetes control plane for the live tests (scripts/k8s/cluster.sh): etcd, the API
 # server, controller-manager, scheduler and kwok's fake GPU nodes, built from the Go module proxy

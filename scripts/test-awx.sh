@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The playbooks run the way AWX / Automation Controller runs them: ansible-runner on a private
 # data dir that holds what AWX writes for a job (inventory, survey answers as env/extravars, the
-# custom credential's env in env/envvars, the project checkout), against a lab of its own:
+# custom credential's env in env/envvars, the project checkout), against a 3-host lab (its own,
+# or with LAB_REUSE one that runs):
 #   1. the "site" job template's survey answers pass AWX's survey rules (tests/awx/awx_survey.py
 #      on playbooks/awx/vars/surveys.yml) and become env/extravars;
 #   2. the NGC credential injects NGC_API_KEY as env only (a fake key, new on every run), and the
@@ -22,6 +23,9 @@
 #
 #   scripts/test-awx.sh               the whole test, on lab nimstack-awx (172.30.81.0/24)
 #   LAB_KEEP=1 scripts/test-awx.sh    leave the lab and the private data dir for a look
+#   LAB_REUSE=1 NIMSTACK_LAB_PREFIX=... scripts/test-awx.sh
+#                                     on a running 3-host lab (make test: the one the Docker path
+#                                     test hands on; make awx-on-lab-test)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
