@@ -6,14 +6,13 @@
 #      site.yml whose inventory also holds a render-only Kubernetes group (inventories/lab-mixed):
 #      the plan is made once and the inventory validated once, the Kubernetes group is rendered
 #      and its hosts (which resolve nowhere) are never contacted; the Docker group is serving,
-#      every worker in the leader's log, no SSH mesh or hostfile; a worker killed after the
+#      every worker in the leader's log, nothing of the mpi it switched from (SSH mesh, hostfile,
+#      a second container), the run saying why; a worker killed after the
 #      rollout: the next run restarts the group as a whole, says so, and it serves again (a
 #      re-run of a ray group is test-security.sh's);
 #   3. leader_address, switched to from the running ray group: serving, its re-run changes
 #      nothing (the recovery after a kill does not depend on the contract: proven under ray);
-#   4. switched to mpi (the mesh and hostfile appear), then back to ray: no key, hostfile or
-#      container of the old contract is left;
-#   5. the registry path (the lab's registry, TLS and basic auth as nvcr.io): a wrong key fails
+#   4. the registry path (the lab's registry, TLS and basic auth as nvcr.io): a wrong key fails
 #      before any container changes, naming nim_ngc_api_key; on nodes without the image, a pull
 #      whose connection drops half way (scripts/lab/cutting_proxy.py) is resumed by the engine
 #      from where it was cut; cut more often than the engine resumes, the pull fails, the role
@@ -149,27 +148,14 @@ rm -rf "$render"
 play_args+=(-i inventories/lab-mixed -e "nim_k8s_render_dir=$render" -e nim_k8s_backend=lws
             -e nim_k8s_install_components=false)
 contract_round ray '"nim-serve-ray","--head"' recover
-contract_round leader_address '"/opt/nim/start_server.sh"' rerun
-
-step "switch to mpi: the SSH mesh and the hostfile appear"
-play_ok "$logs/site-mpi.log" -e nim_launch_contract=mpi
-serves "$logs/smoke-mpi.json" || fail "not serving under mpi"
-on "$leader" test -s /etc/nimstack/nim/default/hostfile || fail "no hostfile on the leader under mpi"
-for h in "$leader" "${workers[@]}"; do
-  on "$h" test -s /etc/nimstack/mesh/default/authorized_keys || fail "$h: no SSH mesh under mpi"
-done
-echo "   $(cut -c1-170 "$logs/smoke-mpi.json")"
-
-step "back to ray: nothing of mpi is left"
-play_ok "$logs/site-ray-again.log" -e nim_launch_contract=ray
-serves "$logs/smoke-ray-again.json" || fail "not serving after switching back to ray"
-no_mpi_leftovers "ray after mpi"
-log_says "$logs/site-ray-again.log" "gets no SSH mesh" || fail "site.yml did not say the ray group gets no SSH mesh"
+# The ray round switched the group from the mpi that test-docker-path.sh left (or a fresh lab's):
+# nothing of mpi is left (no_mpi_leftovers above), the run said why, one container per host.
+log_says "$logs/site-ray.log" "gets no SSH mesh" || fail "site.yml did not say the ray group gets no SSH mesh"
 for h in "$leader" "${workers[@]}"; do
   n=$(nim_containers "$h")
-  ((n == 1)) || fail "$h: $n NIM containers, not 1, after the switch"
+  ((n == 1)) || fail "$h: $n NIM containers, not 1, after the switch to ray"
 done
-echo "   one container per host, no mesh, no hostfile"
+contract_round leader_address '"/opt/nim/start_server.sh"' rerun
 
 step "the registry path: a wrong key fails before any container changes, naming nim_ngc_api_key"
 registry=$(scripts/lab/registry.sh up)
