@@ -22,7 +22,7 @@ restart (which stops every container of the host unless live-restore is on).
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import copy
+from collections.abc import Mapping
 
 MAX_UNAVAILABLE_VAR = 'nim_max_unavailable_groups'
 
@@ -181,14 +181,25 @@ def _rotation(size, files):
     return opts
 
 
+def _plain(value):
+    """A copy of parsed JSON as plain dicts and lists. Not copy.deepcopy: a filter gets
+    ansible-core's lazy containers, whose deep copy takes the variables they are templated with
+    along (seconds of CPU for one small daemon.json)."""
+    if isinstance(value, Mapping):
+        return dict((key, _plain(item)) for key, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    return value
+
+
 def _merge(base, top):
     """Recursive merge of mappings: top wins, lists and scalars replace."""
-    result = copy.deepcopy(base)
+    result = _plain(base)
     for key, value in top.items():
-        if isinstance(value, dict) and isinstance(result.get(key), dict):
+        if isinstance(value, Mapping) and isinstance(result.get(key), dict):
             result[key] = _merge(result[key], value)
         else:
-            result[key] = copy.deepcopy(value)
+            result[key] = _plain(value)
     return result
 
 
@@ -212,12 +223,12 @@ def docker_daemon_plan(current, log_driver=DEFAULT_LOG_DRIVER, log_max_size='', 
     'none' | 'reload' | 'restart'}: a reload when every changed key is one dockerd applies on
     SIGHUP, else a restart.
     """
-    if not isinstance(current, dict):
+    if not isinstance(current, Mapping):
         raise RestartWaveError('the daemon configuration must be a JSON object, got %s' % type(current).__name__)
     options = options or {}
-    if not isinstance(options, dict):
+    if not isinstance(options, Mapping):
         raise RestartWaveError('docker_daemon_options must be a mapping, got %s' % type(options).__name__)
-    config = copy.deepcopy(current)
+    config = _plain(current)
 
     if nvidia_runtime_path:
         runtimes = config.get('runtimes') if isinstance(config.get('runtimes'), dict) else {}

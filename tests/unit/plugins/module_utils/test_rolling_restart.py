@@ -6,6 +6,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import random
+from collections.abc import Mapping
 
 import pytest
 
@@ -268,3 +269,34 @@ def test_rollout_refuses_bad_settings(kwargs, words):
 def test_rollout_refuses_unknown_groups():
     with pytest.raises(RestartWaveError, match='x'):
         rollout_waves(['a'], ['x'], [], 1)
+
+
+class _ReadOnlyMapping(Mapping):
+    """Stands for ansible-core's lazy containers: a Mapping that is no dict and must not be
+    deep-copied (its deep copy takes the templating context along)."""
+
+    def __init__(self, data):
+        self._data = data
+
+    def __getitem__(self, key):
+        value = self._data[key]
+        return _ReadOnlyMapping(value) if isinstance(value, dict) else value
+
+    def __iter__(self):
+        return iter(self._data)
+
+    def __len__(self):
+        return len(self._data)
+
+    def __deepcopy__(self, memo):
+        raise AssertionError('deep-copied')
+
+
+def test_docker_daemon_plan_copies_mappings_as_plain_data():
+    site = {'log-opts': {'tag': 'site'}, 'runtimes': {'crun': {'path': '/usr/bin/crun'}}}
+    plan = docker_daemon_plan(_ReadOnlyMapping(site), log_max_size='10m', options=_ReadOnlyMapping({'debug': True}))
+    assert plan['config']['log-opts'] == {'tag': 'site', 'max-size': '10m'}
+    assert plan['config']['runtimes'] == {'crun': {'path': '/usr/bin/crun'}}
+    assert type(plan['config']['runtimes']['crun']) is dict
+    assert plan['config']['debug'] is True
+    assert site == {'log-opts': {'tag': 'site'}, 'runtimes': {'crun': {'path': '/usr/bin/crun'}}}
