@@ -9,7 +9,7 @@ COLLECTION_LINK := build/collections/ansible_collections/nimstack/multinode
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: test static labs deps link lint units k8s build-check sanity bad-inputs molecule molecule-nvidia molecule-others lab-test standin-test docker-path-test contracts-test docs-check awx-test awx-on-lab-test doctor-test security-test supervisor-test rollout-test security-rollout-test k8s-cluster k8s-cluster-down k8s-live-test lab lab-down clean
+.PHONY: test static labs deps link lint units k8s build-check sanity bad-inputs molecule molecule-nvidia molecule-others lab-test standin-test docker-path-test contracts-test docs-check awx-test doctor-test security-test supervisor-test rollout-test security-rollout-test k8s-cluster k8s-cluster-down k8s-live-test lab lab-down clean
 
 test: deps static labs
 
@@ -57,13 +57,21 @@ bad-inputs: deps
 molecule: deps
 	scripts/test-molecule.sh
 
-# The molecule scenarios in two halves, so that make test runs them in two streams.
+# The molecule scenarios in two halves, so that make test runs them in two streams. make test
+# leaves out the scenarios whose every check another step of it makes (make molecule runs them):
+# the NVIDIA roles' families (the per-family plans, asserted exactly by tests/unit's driver and
+# toolkit plan tests from the roles' own vars), docker's default (the engine installed,
+# configured and converged on the lab's hosts by every lab test, a site's engine kept on the lab
+# test's brownfield host, the swap in docker/engines) and ssh_mesh's default (the mesh the Docker
+# path test's mpi group runs over across three hosts; the security test checks that the key
+# reaches members only).
 MOLECULE_NVIDIA := nvidia_driver nvidia_container_toolkit
+MOLECULE_NOT_IN_TEST := nvidia_driver/families nvidia_container_toolkit/families docker/default ssh_mesh/default
 molecule-nvidia: deps
-	scripts/test-molecule.sh $(MOLECULE_NVIDIA)
+	MOLECULE_SKIP="$(MOLECULE_NOT_IN_TEST)" scripts/test-molecule.sh $(MOLECULE_NVIDIA)
 
 molecule-others: deps
-	scripts/test-molecule.sh --except $(MOLECULE_NVIDIA)
+	MOLECULE_SKIP="$(MOLECULE_NOT_IN_TEST)" scripts/test-molecule.sh --except $(MOLECULE_NVIDIA)
 
 # Every lab-based step below and the molecule scenarios, in three streams at once
 # (scripts/test-labs.sh says which).
@@ -71,9 +79,8 @@ labs: deps
 	scripts/test-labs.sh
 
 # The lab-based tests hand one lab on: test-lab.sh prepares it and keeps it (LAB_KEEP), the
-# Docker path, AWX (awx-on-lab-test) and contract tests take it as it is (LAB_REUSE) instead of
-# preparing fresh hosts again, and the contract test takes it down at the end, checking that
-# nothing is left.
+# Docker path and contract tests take it as it is (LAB_REUSE) instead of preparing fresh hosts
+# again, and the contract test takes it down at the end, checking that nothing is left.
 lab-test: deps
 	LAB_KEEP=1 scripts/test-lab.sh
 
@@ -140,12 +147,6 @@ docs-check: deps
 # vars and the NGC credential as env, on a lab of its own; the key must not leak into the job.
 awx-test: deps
 	scripts/test-awx.sh
-
-# make test's way to run it: on the 3-host lab the Docker path test hands on (prepared, its group
-# torn down), handed on in turn to the contract test, so no hosts are prepared for it alone.
-awx-on-lab-test: deps
-	NIMSTACK_LAB_PREFIX=nimstack-lab NIMSTACK_LAB_SUBNET=172.30.77.0/24 NIMSTACK_LAB_DIR=$(CURDIR)/build/lab \
-	  LAB_REUSE=1 LAB_KEEP=1 scripts/test-awx.sh
 
 # A real Kubernetes control plane for the live tests (scripts/k8s/cluster.sh): etcd, the API
 # server, controller-manager, scheduler and kwok's fake GPU nodes, built from the Go module proxy

@@ -24,8 +24,8 @@
 #   scripts/test-awx.sh               the whole test, on lab nimstack-awx (172.30.81.0/24)
 #   LAB_KEEP=1 scripts/test-awx.sh    leave the lab and the private data dir for a look
 #   LAB_REUSE=1 NIMSTACK_LAB_PREFIX=... scripts/test-awx.sh
-#                                     on a running 3-host lab (make test: the one the Docker path
-#                                     test hands on; make awx-on-lab-test)
+#                                     on a running 3-host lab (prepared, no group deployed), such
+#                                     as the one test-lab.sh leaves with LAB_KEEP=1
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
