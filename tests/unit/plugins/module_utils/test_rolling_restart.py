@@ -297,6 +297,6 @@ def test_docker_daemon_plan_copies_mappings_as_plain_data():
     plan = docker_daemon_plan(_ReadOnlyMapping(site), log_max_size='10m', options=_ReadOnlyMapping({'debug': True}))
     assert plan['config']['log-opts'] == {'tag': 'site', 'max-size': '10m'}
     assert plan['config']['runtimes'] == {'crun': {'path': '/usr/bin/crun'}}
-    assert type(plan['config']['runtimes']['crun']) is dict
+    assert isinstance(plan['config']['runtimes']['crun'], dict)
     assert plan['config']['debug'] is True
     assert site == {'log-opts': {'tag': 'site'}, 'runtimes': {'crun': {'path': '/usr/bin/crun'}}}
