@@ -6,8 +6,8 @@
 #
 #   stream a: lab-test -> docker-path-test -> contracts-test (one 3-host lab, prepared once,
 #             handed on)
-#   stream b: security-test -> rollout-test (one 4-host lab, prepared once, handed on:
-#             security-rollout-test), then the molecule scenarios of every role but the NVIDIA ones
+#   stream b: security-test (a 4-host lab of its own), then the molecule scenarios of every role
+#             but the NVIDIA ones
 #   stream c: k8s-live-test (the Kubernetes roles on a live control plane, built from the Go
 #             module proxy and cached outside the clone), then the NVIDIA roles' molecule scenarios
 #
@@ -15,7 +15,9 @@
 # them, each with a lab of its own (docs/testing.md says what the suite checks of the same
 # behaviour): the stand-in's own test (make standin-test; every lab step runs the stand-in), the
 # AWX test (make awx-test), the doctor's fault test (make doctor-test; every site.yml runs the
-# doctor) and the group supervisor test (make supervisor-test).
+# doctor), the rollouts across groups behind the front door (make rollout-test, or
+# make security-rollout-test on one lab with the security test) and the group supervisor test
+# (make supervisor-test).
 #
 # A stream stops at its first failing step; the others go on. Exits non-zero when any step
 # failed, naming it.
@@ -26,7 +28,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 
 stream_a=(lab-test docker-path-test contracts-test)
-stream_b=(security-rollout-test molecule-others)
+stream_b=(security-test molecule-others)
 stream_c=(k8s-live-test molecule-nvidia)
 
 # What the streams need is made once, before they start: the Docker engine, the lab's host
