@@ -193,14 +193,14 @@ def _plain(value):
 
 
 def _merge(base, top):
-    """Recursive merge of mappings: top wins, lists and scalars replace."""
-    result = _plain(base)
+    """Merge top into base, recursively: top wins, lists and scalars replace. Both are plain data
+    (_plain) that the caller owns."""
     for key, value in top.items():
-        if isinstance(value, Mapping) and isinstance(result.get(key), dict):
-            result[key] = _merge(result[key], value)
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            _merge(base[key], value)
         else:
-            result[key] = _plain(value)
-    return result
+            base[key] = value
+    return base
 
 
 def docker_daemon_plan(current, log_driver=DEFAULT_LOG_DRIVER, log_max_size='', log_max_file='',
@@ -228,6 +228,7 @@ def docker_daemon_plan(current, log_driver=DEFAULT_LOG_DRIVER, log_max_size='', 
     options = options or {}
     if not isinstance(options, Mapping):
         raise RestartWaveError('docker_daemon_options must be a mapping, got %s' % type(options).__name__)
+    options = _plain(options)
     config = _plain(current)
 
     if nvidia_runtime_path:
