@@ -16,6 +16,7 @@ import os
 import re
 
 from ansible_collections.nimstack.multinode.plugins.module_utils.driver_plan import as_int
+from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import image_reference
 
 ULIMIT_PATTERN = re.compile(r'^[a-z]+:-?[0-9]+(:-?[0-9]+)?$')
 
@@ -46,12 +47,6 @@ def docker_groups(plan):
     groups = (plan or {}).get('groups') or {} if isinstance(plan, dict) else {}
     return sorted((g for g in groups.values() if isinstance(g, dict) and g.get('mode') == 'docker'),
                   key=lambda g: g.get('name') or '')
-
-
-def image_of(settings):
-    """The image reference of a group: a digest-pinned tag (sha256:...) joined with @, any other with :."""
-    tag = str(settings.get('nim_image_tag', '') if settings.get('nim_image_tag') is not None else '')
-    return '%s%s%s' % (settings.get('nim_image') or '', '@' if tag.startswith('sha256:') else ':', tag)
 
 
 def preflight_groups(plan, play_hosts, inputs=None):
@@ -107,10 +102,11 @@ def preflight_problems(plan, play_hosts, inputs, deploying=True, allow_partial=F
         present = bool(summary.get('present', True))
         archive = summary.get('archive') or ''
         if present and not archive and not summary.get('key_set', False):
+            image = image_reference(settings.get('nim_image') or '', settings.get('nim_image_tag'))
             errors.append(
                 "group '%s': nim_ngc_api_key (nim_docker_ngc_api_key) is empty, but %s is pulled from %s;"
                 ' provide the key (ansible-vault or an AWX credential) or ship the image as an archive'
-                ' (nim_docker_image_archive)' % (name, image_of(settings), summary.get('registry', '')))
+                ' (nim_docker_image_archive)' % (name, image, summary.get('registry', '')))
         if present and archive and not summary.get('archive_on_nodes', False) and not is_file(archive):
             errors.append('nim_docker_image_archive=%s: no such file on the controller (set'
                           ' nim_docker_image_archive_on_nodes=true when the path is on the nodes)' % archive)

@@ -55,5 +55,5 @@ def frontend_pools(groups):
         pool = pools.setdefault(model, {'model': model, 'backend': backend_name(model), 'servers': []})
         pool['servers'].append({'name': 'group_%s' % name, 'group': name,
                                 'address': group['leader']['address'],
-                                'port': int(settings.get('nim_api_port') or 8000)})
+                                'port': int(group['ports']['api'])})
     return [pools[model] for model in sorted(pools)]

@@ -369,6 +369,13 @@ def image_reference(image, tag):
     return '%s%s%s' % (image, '@' if DIGEST_RE.match(tag) else ':', tag)
 
 
+def operator_image(image, tag):
+    """The image as the NIM Operator's spec.image takes it ({repository, tag}): the operator pulls
+    repository:tag, so a digest (repo@sha256:<hex>) is split at its last colon, (repo@sha256, <hex>)."""
+    repository, _colon, last = image_reference(image, tag).rpartition(':')
+    return {'repository': repository, 'tag': last}
+
+
 def _dns(pattern, accepts, empty_ok=False):
     def check(value):
         if not isinstance(value, str):

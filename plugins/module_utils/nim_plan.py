@@ -20,7 +20,7 @@ import re
 
 from ansible_collections.nimstack.multinode.plugins.module_utils.inventory_checks import (
     GROUP_NAME_RE, GROUP_NAME_RULE, assign_ranks)
-from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import image_reference
+from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import as_bool, as_int, image_reference, operator_image
 from ansible_collections.nimstack.multinode.plugins.module_utils.nim_parallelism import plan_parallelism
 from ansible_collections.nimstack.multinode.plugins.module_utils.nim_contract import ContractError, resolve_contract
 from ansible_collections.nimstack.multinode.plugins.module_utils.nim_env import NimEnvError, build_env
@@ -101,9 +101,6 @@ _VARIABLE_OF_OPTION = {
 }
 _OPTION_NAME = re.compile(r'(?<![\w.])(%s)(?=[=:.])' % '|'.join(sorted(_VARIABLE_OF_OPTION, key=len, reverse=True)))
 
-_TRUE = ('true', 'yes', 'on', '1')
-_FALSE = ('false', 'no', 'off', '0')
-
 
 def k8s_name(group):
     """The Kubernetes object name of a deployment group (NIMService, LeaderWorkerSet, Service)."""
@@ -117,25 +114,6 @@ def _as_variables(message):
 
 def _same(a, b):
     return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
-
-
-def _as_int(value):
-    """Inventory and -e values arrive as strings as often as ints; accept both, refuse bools."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and re.match(r'^\s*-?\d+\s*$', value):
-        return int(value)
-    return None
-
-
-def _as_bool(value):
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
-        return value.strip().lower() in _TRUE
-    return None
 
 
 def _hosts(members):
@@ -205,7 +183,7 @@ def _normalise(name, settings, errors):
         value = settings.get(key)
         if value is None:
             continue
-        number = _as_int(value)
+        number = as_int(value)[0]
         if number is None or number < 1:
             errors.append("group '%s': %s=%r must be an integer >= 1" % (name, key, value))
             settings[key] = None
@@ -214,7 +192,7 @@ def _normalise(name, settings, errors):
     for key in PORT_SETTINGS:
         if settings.get(key) is not None and settings[key] > 65535:
             errors.append("group '%s': %s=%d is not a TCP port (1-65535)" % (name, key, settings[key]))
-    autoscaling = _as_bool(settings.get('nim_k8s_autoscaling'))
+    autoscaling = as_bool(settings.get('nim_k8s_autoscaling'))
     if autoscaling is None:
         errors.append("group '%s': nim_k8s_autoscaling=%r must be true or false"
                       % (name, settings.get('nim_k8s_autoscaling')))
@@ -431,6 +409,7 @@ def _plan_group(name, members, deployment_mode):
         'ports': None,
         'k8s': None,
         'image': None,
+        'operator_image': None,
         'launch': None,
     }
     if errors:
@@ -507,6 +486,8 @@ def _plan_group(name, members, deployment_mode):
     result.update({
         # What Docker and Kubernetes pull: repo:tag, or repo@sha256:... when the tag is a digest.
         'image': image_reference(settings['nim_image'], settings['nim_image_tag']),
+        # The same image as the NIM Operator's NIMService takes it: {repository, tag}.
+        'operator_image': operator_image(settings['nim_image'], settings['nim_image_tag']),
         'leader': {'host': leader['host'], 'address': leader['address']},
         'ranks': ranks,
         'hostfile': hostfile,

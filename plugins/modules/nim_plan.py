@@ -214,6 +214,13 @@ groups:
           the tag is a digest; null while the group has errors.
       type: str
       sample: nvcr.io/nim/meta/llama-3.1-405b-instruct:1.8.4
+    operator_image:
+      description:
+        - The same image as the NIM Operator's C(spec.image) takes it, C(repository) and C(tag); the
+          operator pulls C(repository:tag), so a digest splits at its last colon
+          (C(nim_image@sha256) and the hex digest). Null while the group has errors.
+      type: dict
+      sample: {repository: nvcr.io/nim/meta/llama-3.1-405b-instruct, tag: 1.8.4}
     leader:
       description: The leader (rank 0), with C(host) and C(address).
       type: dict

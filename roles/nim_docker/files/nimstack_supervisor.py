@@ -223,7 +223,7 @@ class Supervisor(object):
                 log('could not mark %s failed: %s' % (host, error), 4)
 
     def ready(self):
-        url = 'http://127.0.0.1:%d/v1/health/ready' % int(self.config.get('api_port', 8000))
+        url = 'http://127.0.0.1:%d/v1/health/ready' % int(self.config['api_port'])
         try:
             with urllib.request.urlopen(url, timeout=3) as response:
                 return response.status == 200

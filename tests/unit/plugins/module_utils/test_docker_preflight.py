@@ -7,7 +7,6 @@ import pytest
 from ansible_collections.nimstack.multinode.plugins.module_utils.docker_preflight import (
     EMPTY_PLAN,
     NOT_A_PLAN,
-    image_of,
     preflight_groups,
     preflight_problems,
 )
@@ -107,11 +106,6 @@ def test_an_archive_or_an_absent_state_needs_no_key():
     plan = _plan()
     assert _problems(plan, inputs=_inputs(plan, key_set=False, archive='/srv/nim.tar')) == []
     assert _problems(plan, inputs=_inputs(plan, key_set=False, present=False)) == []
-
-
-def test_a_digest_tag_is_joined_with_an_at():
-    assert image_of({'nim_image': 'img', 'nim_image_tag': 'sha256:' + 'a' * 64}) == 'img@sha256:' + 'a' * 64
-    assert image_of({'nim_image': 'img', 'nim_image_tag': '1.3.0'}) == 'img:1.3.0'
 
 
 def test_an_archive_must_be_on_the_controller_unless_on_the_nodes():

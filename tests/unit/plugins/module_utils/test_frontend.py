@@ -25,7 +25,7 @@ def test_a_group_setting_wins():
 
 def _group(name, image, address, valid=True, mode='docker', port=8000, model=None):
     return {'name': name, 'valid': valid, 'mode': mode, 'leader': {'host': name + '-1', 'address': address},
-            'settings': {'nim_image': image, 'nim_api_port': port, 'nim_frontend_model': model}}
+            'ports': {'api': port}, 'settings': {'nim_image': image, 'nim_frontend_model': model}}
 
 
 def test_groups_of_one_model_form_one_pool_sorted_by_group():

@@ -14,7 +14,7 @@ import yaml
 
 from ansible_collections.nimstack.multinode.plugins.module_utils import input_checks
 from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import (
-    PROBLEMS, RULES, check_inputs, check_value, image_reference)
+    PROBLEMS, RULES, check_inputs, check_value, image_reference, operator_image)
 from ansible_collections.nimstack.multinode.plugins.module_utils.inventory_checks import check_inventory
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
@@ -175,6 +175,14 @@ def test_check_inventory_adds_the_input_checks_and_the_nfs_server():
 @pytest.mark.parametrize('tag,reference', [('1.10', 'nvcr.io/nim/x:1.10'), (DIGEST, 'nvcr.io/nim/x@' + DIGEST)])
 def test_image_reference(tag, reference):
     assert image_reference('nvcr.io/nim/x', tag) == reference
+
+
+@pytest.mark.parametrize('tag,repository,last', [
+    ('1.10', 'nvcr.io/nim/x', '1.10'), (DIGEST, 'nvcr.io/nim/x@sha256', DIGEST.split(':')[1])])
+def test_the_operator_image_joins_back_to_the_reference(tag, repository, last):
+    parts = operator_image('nvcr.io/nim/x', tag)
+    assert parts == {'repository': repository, 'tag': last}
+    assert parts['repository'] + ':' + parts['tag'] == image_reference('nvcr.io/nim/x', tag)
 
 
 def test_every_problem_and_accepted_text_is_in_the_troubleshooting_page():
