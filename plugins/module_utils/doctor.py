@@ -390,7 +390,15 @@ def _check_ports(group, facts, ports):
             missing = [s for s in sources if (s, target, port) not in seen]
             key = (target, port)
             expected = 'TCP %d (%s) reachable from %s' % (port, purposes[port], ', '.join(sources))
-            if key in failures or missing:
+            listener = (facts[target].get('listeners') or {}).get(str(port)) or {}
+            if key in failures and listener.get('state') == 'in_use' and listener.get('held_by') == 'connection':
+                # An outgoing connection of the target had this port as its local end all along:
+                # no listener could bind it, so the refusals say nothing about the path.
+                out.append(_result('port', name, target, 'skip', expected,
+                                   'skipped: TCP %d on %s was the local end of one of its outgoing connections '
+                                   'throughout the check (a port of the ephemeral range), so nothing could listen '
+                                   'on it: run the doctor again to test it' % (port, target)))
+            elif key in failures or missing:
                 found = failures.get(key, []) + ['%s: not tested (the probe did not run)' % s for s in missing]
                 out.append(_result('port', name, target, 'fail', expected, '; '.join(found),
                                    'open TCP %d on %s for the group\'s nodes (host firewall, security group, '
@@ -531,6 +539,7 @@ def normalize_host(raw):
         'rdma': (rdma_facts or {}).get('rdma'),
         'probe': probe,
         'connect': peers.get('connects'),
+        'listeners': (raw.get('listeners') or {}).get('listeners') or {},
         'ssh': peers.get('ssh'),
         'ssh_skipped': raw.get('ssh_skipped') or None,
         'cache_write': probe.get('cache_write'),

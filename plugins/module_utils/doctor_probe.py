@@ -165,7 +165,26 @@ def port_free(port, address='0.0.0.0'):
         sock.close()
 
 
-def listen(ports, peers, window, address='0.0.0.0', clock=time.time, stopped=None):
+def listening_ports(tables=('/proc/net/tcp', '/proc/net/tcp6')):
+    """The local TCP ports some socket of this host listens on (state 0A in /proc/net/tcp{,6});
+    None where neither table can be read."""
+    ports = set()
+    read = False
+    for table in tables:
+        try:
+            with open(table) as handle:
+                lines = handle.read().splitlines()[1:]
+        except (IOError, OSError):
+            continue
+        read = True
+        for line in lines:
+            fields = line.split()
+            if len(fields) > 3 and fields[3] == '0A' and ':' in fields[1]:
+                ports.add(int(fields[1].rsplit(':', 1)[1], 16))
+    return ports if read else None
+
+
+def listen(ports, peers, window, address='0.0.0.0', clock=time.time, stopped=None, listening=listening_ports):
     """Accept TCP connections on ``ports`` until every peer address connected to every port,
     ``window`` seconds passed or ``stopped()`` is true (checked at least twice a second). A port something
     else already listens on is left to it (a running NIM container answers for itself); when it
@@ -173,7 +192,9 @@ def listen(ports, peers, window, address='0.0.0.0', clock=time.time, stopped=Non
     a lost worker), the listener takes the port over within a tenth of a second, so that the peers'
     connects, which retry a refusal, still prove the path. Returns
     {port: {state: listening|in_use|error, seen: [...]}}, with taken_over: true where the port
-    was taken over.
+    was taken over. A port in use says who holds it (held_by): a listener, or a connection, the
+    local end of one of this host's outgoing connections, which a port of the ephemeral range
+    (ip_local_port_range) may be at any time: nothing can listen there while it lasts.
     """
     deadline = clock() + float(window)
     sockets = {}
@@ -199,7 +220,9 @@ def listen(ports, peers, window, address='0.0.0.0', clock=time.time, stopped=Non
         if sock is not None:
             result[port] = {'state': 'listening', 'seen': []}
         elif getattr(exc, 'errno', None) == errno.EADDRINUSE:
-            result[port] = {'state': 'in_use', 'seen': [], 'error': str(exc)}
+            listeners = listening()
+            held_by = 'unknown' if listeners is None else 'listener' if port in listeners else 'connection'
+            result[port] = {'state': 'in_use', 'held_by': held_by, 'seen': [], 'error': str(exc)}
             held.append(port)
         else:
             result[port] = {'state': 'error', 'seen': [], 'error': str(exc)}

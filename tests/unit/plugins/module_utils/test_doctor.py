@@ -172,6 +172,31 @@ def test_blocked_port_names_the_target_and_the_port(group):
     assert 'TCP 8000 ' in row['expected'] and 'gpu-1: timed out' in row['found'] and 'gpu-3: timed out' in row['found']
 
 
+def _refuse(facts, target, port):
+    for source in facts:
+        for attempt in facts[source]['connect']:
+            if attempt['host'] == target and attempt['port'] == port:
+                attempt.update(ok=False, error='refused (nothing listens, or a firewall rejects)', clock_offset_s=None)
+
+
+def test_a_port_held_by_an_outgoing_connection_is_not_judged(group):
+    # The target's own outgoing connection had the port as its local end: no listener could bind
+    # it, so the refusals say nothing about the path.
+    facts = healthy(group)
+    port = doctor.group_ports(group, [32768, 60999], 2)[-1]['port']
+    _refuse(facts, 'gpu-2', port)
+    facts['gpu-2']['listeners'] = {str(port): {'state': 'in_use', 'held_by': 'connection', 'seen': []}}
+    results = doctor.evaluate([group], facts, options=OPTIONS)
+    assert failed(results) == []
+    row = [r for r in results if r['check'] == 'port' and r['host'] == 'gpu-2' and 'TCP %d ' % port in r['expected']][0]
+    assert row['status'] == 'skip' and 'local end of one of its outgoing connections' in row['found']
+    # Held by a listener (a rank), or refused on a port the listener held: a finding.
+    facts['gpu-2']['listeners'] = {str(port): {'state': 'in_use', 'held_by': 'listener', 'seen': []}}
+    assert failed(doctor.evaluate([group], facts, options=OPTIONS)) == [('port', 'gpu-2')]
+    facts['gpu-2']['listeners'] = {str(port): {'state': 'listening', 'seen': []}}
+    assert failed(doctor.evaluate([group], facts, options=OPTIONS)) == [('port', 'gpu-2')]
+
+
 def test_missing_key_is_named_by_mesh_and_ssh(group):
     facts = healthy(group)
     facts['gpu-3']['probe']['mesh'].update(missing=['private.key', 'authorized_keys'], key_fingerprint=None,
@@ -303,8 +328,10 @@ def test_normalize_host_reads_the_registered_results():
            'rdma': {'skipped': True},
            'probe': {'probe': {'cache_write': {'ok': True, 'error': '', 'path': '/x'}}},
            'peers': {'connects': [{'host': 'b'}], 'ssh': [{'host': 'b', 'ok': True}], 'cache_read': {'ok': True}},
+           'listeners': {'finished': 1, 'listeners': {'60999': {'state': 'in_use', 'held_by': 'connection'}}},
            'ssh_skipped': ''}
     facts = doctor.normalize_host(raw)
+    assert facts['listeners'] == {'60999': {'state': 'in_use', 'held_by': 'connection'}}
     assert facts['gpu']['count'] == 1 and facts['rdma'] is None and facts['errors'] == []
     assert facts['connect'] == [{'host': 'b'}] and facts['ssh'][0]['ok'] and facts['cache_read']['ok']
     assert facts['cache_write']['path'] == '/x' and facts['ssh_skipped'] is None

@@ -141,7 +141,7 @@ def test_port_already_listened_on_is_left_to_its_owner():
     try:
         assert not doctor_probe.port_free(port, '127.0.0.1')
         out = doctor_probe.listen([port], [], 0.2, '127.0.0.1')
-        assert out[port]['state'] == 'in_use'
+        assert out[port]['state'] == 'in_use' and out[port]['held_by'] == 'listener'
         result = doctor_probe.connect_all([{'host': 'me', 'address': '127.0.0.1', 'port': port}], 2)[0]
         assert result['ok'] and result['clock_offset_s'] is None
     finally:
@@ -214,3 +214,32 @@ def test_root_reads_a_key_it_shares_with_the_secrets_group_through_a_private_cop
         public = subprocess.check_output(['ssh-keygen', '-y', '-f', copy]).decode()
     assert public.split()[:2] == open(key + '.pub').read().split()[:2]
     assert not os.path.exists(copy)
+
+
+def test_a_port_that_is_the_local_end_of_a_connection_is_held_by_it():
+    # A port of the ephemeral range may be the local end of one of this host's outgoing
+    # connections: nothing can listen there while it lasts.
+    server = socket.socket()
+    server.bind(('127.0.0.1', 0))
+    server.listen(1)
+    client = socket.socket()
+    client.connect(server.getsockname())
+    accepted, _peer = server.accept()
+    port = client.getsockname()[1]
+    try:
+        out = doctor_probe.listen([port], [], 0.2, '127.0.0.1')
+        assert out[port]['state'] == 'in_use' and out[port]['held_by'] == 'connection'
+        assert port not in doctor_probe.listening_ports()
+        assert server.getsockname()[1] in doctor_probe.listening_ports()
+    finally:
+        for sock in (client, accepted, server):
+            sock.close()
+
+
+def test_who_holds_a_port_is_unknown_without_the_tables(tmp_path):
+    assert doctor_probe.listening_ports((str(tmp_path / 'absent'),)) is None
+    table = tmp_path / 'tcp'
+    table.write_text('  sl  local_address rem_address   st\n'
+                     '   0: 00000000:1F40 00000000:0000 0A\n'
+                     '   1: 0100007F:EE47 0100007F:1F40 01\n')
+    assert doctor_probe.listening_ports((str(table),)) == {8000}
