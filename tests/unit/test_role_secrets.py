@@ -22,6 +22,8 @@ import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
+from ansible_collections.nimstack.multinode.plugins.module_utils.docker_spec import docker_rank_spec
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 TASK_FILES = sorted(glob.glob(os.path.join(REPO, 'roles', '*', 'tasks', '*.yml'))
@@ -167,8 +169,10 @@ def test_a_rank_gets_the_env_file_only_when_it_downloads_itself():
     assert '_nim_docker_ranks_get_key' in args['env_file']
 
 
-# Role vars rendered as Ansible renders them: defaults, then vars, then the case's settings.
-def _render(expression, **settings):
+# Role vars rendered as Ansible renders them: defaults, then vars, then the case's settings; the
+# host's launch spec resolved from the role's own options (tasks/resolve.yml) on a one-host plan
+# whose entry for the host is the case's.
+def _render(expression, entry=None, **settings):
     loader = DataLoader()
     variables = {}
     for part in ('defaults', 'vars'):
@@ -176,6 +180,10 @@ def _render(expression, **settings):
         variables.update(loader.load_from_file(path, trusted_as_template=True))
     variables.update(settings)
     templar = Templar(loader=loader, variables=variables)
+    plan = {'hosts': {'gpu-0': dict({'mode': 'docker', 'group': 'g', 'rank': 0, 'role': 'leader'}, **(entry or {}))},
+            'groups': {'g': {'name': 'g', 'hosts': ['gpu-0'], 'ranks': [], 'launch': {}}}}
+    options = templar.template(trust_as_template('{{ _nim_docker_spec_options }}'))
+    templar.available_variables = dict(variables, __nim_docker_spec=docker_rank_spec(plan, 'gpu-0', options))
     return templar.template(trust_as_template('{{ %s }}' % expression))
 
 
@@ -200,7 +208,7 @@ def test_the_env_file_stays_only_where_a_container_reads_it(leader, download_mod
     # The host's entry of the plan (plan.hosts) says whether it leads.
     entry = {'role': 'leader' if leader else 'worker'}
     assert _render('_nim_docker_env_file_needed | bool', nim_docker_download_model=download_model,
-                   nim_docker_ngc_api_key='nvapi-abc', _nim_docker_entry=entry) is expected
+                   nim_docker_ngc_api_key='nvapi-abc', entry=entry) is expected
 
 
 @pytest.mark.parametrize('key,expected', [

@@ -1,0 +1,155 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, nimstack maintainers
+# SPDX-License-Identifier: Apache-2.0
+"""The resolved launch spec of one host of a Docker deployment group: everything the role
+nim_docker applies (container name, image, env, volumes, labels, paths, ports, timeouts), worked
+out once from the plan (nim_plan) and the role's settings. The role applies it and checks what is
+there; it computes nothing the spec holds.
+
+What only the hosts can tell (the image id each node runs, which member holds the Ray token, the
+download stamp) is not in it: the role reads those and combines them with the spec, so that the
+group hash covers the image ids of every node (docs/contracts.md)."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import hashlib
+
+# The mount that carries the Ray token where the plan lists none (docs/contracts.md, exposure).
+RAY_TOKEN_MOUNT = '/run/secrets/nimstack-ray-token'
+# The group's shared memory when the plan's settings carry none, in GB.
+SHM_SIZE_GB = 64
+# The leader waits this long for its workers when neither the role nor the layout says, in seconds.
+READY_TIMEOUT = 300
+
+OPTION_NAMES = ('container_prefix', 'config_dir', 'mesh_dir', 'ray_auth', 'download_model', 'download_image',
+                'ngc_key_set', 'ulimits', 'restart_policy', 'secrets_gid', 'ready_timeout')
+
+
+class DockerSpecError(Exception):
+    """The role handed the spec less than it needs."""
+
+
+def _group_of(plan, host):
+    hosts = plan.get('hosts') or {}
+    entry = hosts.get(host) or {}
+    if entry.get('mode') != 'docker':
+        return entry, {}
+    return entry, (plan.get('groups') or {}).get(entry.get('group')) or {}
+
+
+def _rank_of(group, entry):
+    for rank in group.get('ranks') or []:
+        if rank.get('rank') == entry.get('rank'):
+            return rank
+    return {}
+
+
+def _volumes(launch, bases, needs):
+    """Every mount of the group, whichever rank reads it: {ranks, base, volume (host:target:mode)}.
+    A mount that needs a launch property (the Ray token) is left out where that does not hold."""
+    out = []
+    for mount in launch.get('mounts') or []:
+        need = mount.get('needs')
+        if need is not None and not needs.get(need, False):
+            continue
+        host = bases[mount['base']] + ('/' + mount['path'] if mount.get('path') else '')
+        out.append({'ranks': mount['ranks'], 'base': mount['base'],
+                    'volume': '%s:%s:%s' % (host, mount.get('target') or host, mount['mode'])})
+    return out
+
+
+def docker_rank_spec(plan, host, options):
+    """The spec of ``host`` ({} values where the host is in no Docker group of ``plan``).
+
+    options: the role's settings, OPTION_NAMES; ngc_key_set tells only whether a key is set (the
+    key itself never enters the spec). Raises DockerSpecError when one is missing."""
+    missing = [name for name in OPTION_NAMES if name not in (options or {})]
+    if missing:
+        raise DockerSpecError('docker_rank_spec needs the options %s' % ', '.join(missing))
+    entry, group = _group_of(plan or {}, host)
+    name = group.get('name') or ''
+    member = bool(group)
+    leader = entry.get('role') == 'leader'
+    settings = group.get('settings') or {}
+    launch = group.get('launch') or {}
+    rank = _rank_of(group, entry)
+
+    container = '%s-%s' % (options['container_prefix'], name)
+    group_dir = '%s/%s' % (options['config_dir'], name)
+    mesh = '%s/%s' % (options['mesh_dir'], name)
+    image = group.get('image') or ''
+    ray_token = bool(launch.get('ray_token')) and options['ray_auth'] == 'token'
+    download_model = bool(options['download_model'])
+    ranks_get_key = bool(options['ngc_key_set']) and not download_model
+
+    bases = {'cache': settings.get('nim_cache_path') or '', 'mesh': mesh, 'group': group_dir}
+    group_volumes = _volumes(launch, bases, {'ray_token': ray_token})
+    reads = ('all', 'leader' if leader else 'worker')
+    token_mounts = [m.get('target') for m in launch.get('mounts') or [] if m.get('needs') == 'ray_token']
+    ray_token_mount = (token_mounts + [RAY_TOKEN_MOUNT])[0]
+    env = dict(rank.get('env') or {})
+    if ray_token:
+        env.update({'RAY_AUTH_MODE': 'token', 'RAY_AUTH_TOKEN_PATH': ray_token_mount})
+
+    # The stamp names what was downloaded: a new image, profile or cache downloads again. Its name
+    # is that of the stamps earlier versions wrote (an unset profile reads None there).
+    download_id = hashlib.sha256('|'.join(
+        [image, str(settings.get('nim_model_profile', '')), str(settings.get('nim_cache_path', ''))]).encode('utf-8')).hexdigest()
+    ready_timeout = int(options['ready_timeout'] or 0)
+    if ready_timeout <= 0:
+        ready_timeout = int((group.get('layout') or {}).get('mpi_start_timeout') or READY_TIMEOUT)
+    shm_size_gb = settings['nim_shm_size_gb'] if settings.get('nim_shm_size_gb') is not None else SHM_SIZE_GB
+
+    return {
+        'member': member,
+        'leader': leader,
+        'group': name,
+        'rank': rank,
+        'image': image,
+        'container': container,
+        'download_container': container + '-download',
+        'download_image': options['download_image'] or image,
+        'group_dir': group_dir,
+        'hostfile': group_dir + '/hostfile',
+        'env_file': group_dir + '/ngc.env',
+        'formed_file': group_dir + '/formed.json',
+        'login_record': group_dir + '/registry-login',
+        'ray_token_file': group_dir + '/ray-token',
+        'mesh': mesh,
+        'api_port': (group.get('ports') or {}).get('api'),
+        'hostfile_wanted': bool(launch.get('hostfile')) and leader,
+        'ssh_mesh': bool(launch.get('ssh_mesh')),
+        'ray_token': ray_token,
+        'ray_token_mount': ray_token_mount,
+        'ranks_get_key': ranks_get_key,
+        # The leader's downloader reads the key too; a rank that downloads itself reads it.
+        'env_file_needed': bool(options['ngc_key_set']) and (ranks_get_key or (download_model and leader)),
+        'group_volumes': group_volumes,
+        'volumes': [v['volume'] for v in group_volumes if v['ranks'] in reads],
+        'volumes_cache': [v['volume'] for v in group_volumes if v['base'] == 'cache'],
+        'env': env,
+        'download_stamp': '%s/download-%s.done' % (group_dir, download_id[:16]),
+        'shm_size_gb': shm_size_gb,
+        'ready_timeout': ready_timeout,
+        # What defines the running group but the image id of each node, which the role adds
+        # (image_ids) before it hashes the whole: one hash for the group, carried by every rank.
+        'group_spec': {
+            'image': image,
+            'ranks': group.get('ranks') or [],
+            'hostfile': group.get('hostfile') or [],
+            'volumes': [v['volume'] for v in group_volumes],
+            'shm_size_gb': shm_size_gb,
+            'ulimits': options['ulimits'],
+            'restart_policy': options['restart_policy'],
+            'ngc_key': ranks_get_key,
+            'secrets_gid': str(options['secrets_gid']),
+            'ray_auth': ray_token,
+        },
+        'labels': {
+            'nimstack.managed': 'true',
+            'nimstack.group': name,
+            'nimstack.rank': str(rank.get('rank', '')),
+            'nimstack.role': rank.get('role') or '',
+        },
+    }

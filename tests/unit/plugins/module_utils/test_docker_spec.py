@@ -1,0 +1,137 @@
+# -*- coding: utf-8 -*-
+"""The resolved launch spec of a Docker rank (role nim_docker), on plans nim_plan builds."""
+
+import hashlib
+
+import pytest
+
+from ansible_collections.nimstack.multinode.plugins.module_utils.docker_spec import (
+    OPTION_NAMES, DockerSpecError, docker_rank_spec)
+from ansible_collections.nimstack.multinode.plugins.module_utils.nim_plan import build_plan
+from ansible_collections.nimstack.multinode.tests.unit.models import LLAMA_405B
+
+OPTIONS = {'container_prefix': 'nim', 'config_dir': '/etc/nimstack/nim', 'mesh_dir': '/etc/nimstack/mesh',
+           'ray_auth': 'token', 'download_model': True, 'download_image': '', 'ngc_key_set': True,
+           'ulimits': ['memlock:-1:-1', 'stack:67108864'], 'restart_policy': 'unless-stopped',
+           'secrets_gid': 64910, 'ready_timeout': 0}
+
+
+def _plan(contract='mpi', tag='1.8.4', hosts=2, **settings):
+    nodes = [{'host': 'gpu-%d' % i, 'address': '10.0.0.%d' % (i + 1), 'group': 'llm',
+              'settings': dict(LLAMA_405B, nim_image_tag=tag, nim_launch_contract=contract, **settings)}
+             for i in range(hosts)]
+    plan = build_plan(nodes)
+    assert plan['valid'], plan['errors']
+    return plan
+
+
+def _spec(plan, host, **options):
+    return docker_rank_spec(plan, host, dict(OPTIONS, **options))
+
+
+def test_names_and_paths_come_from_the_group_and_the_settings():
+    spec = _spec(_plan(), 'gpu-0', container_prefix='nimx', config_dir='/srv/nim')
+    assert (spec['member'], spec['leader'], spec['group']) == (True, True, 'llm')
+    assert spec['image'] == 'nvcr.io/nim/meta/llama-3.1-405b-instruct:1.8.4'
+    assert (spec['container'], spec['download_container']) == ('nimx-llm', 'nimx-llm-download')
+    assert spec['group_dir'] == '/srv/nim/llm'
+    assert [spec[k] for k in ('hostfile', 'env_file', 'formed_file', 'login_record', 'ray_token_file')] == [
+        '/srv/nim/llm/hostfile', '/srv/nim/llm/ngc.env', '/srv/nim/llm/formed.json', '/srv/nim/llm/registry-login',
+        '/srv/nim/llm/ray-token']
+    assert spec['mesh'] == '/etc/nimstack/mesh/llm'
+    assert spec['api_port'] == 8000
+    assert _spec(_plan(nim_api_port=9000), 'gpu-1')['api_port'] == 9000
+
+
+def test_the_mpi_leader_mounts_the_hostfile_and_a_worker_the_authorized_keys():
+    plan = _plan()
+    leader, worker = _spec(plan, 'gpu-0'), _spec(plan, 'gpu-1')
+    assert leader['hostfile_wanted'] and not worker['hostfile_wanted']
+    assert leader['ssh_mesh'] and worker['ssh_mesh']
+    assert '/etc/nimstack/nim/llm/hostfile:/etc/mpi/hostfile:ro' in leader['volumes']
+    assert '/etc/nimstack/nim/llm/hostfile:/etc/mpi/hostfile:ro' not in worker['volumes']
+    assert '/etc/nimstack/mesh/llm/authorized_keys:/opt/nim/llm/.ssh/authorized_keys:ro' in worker['volumes']
+    # The mesh directory keeps its own path: the ssh_config in it names the files by their host paths.
+    assert '/etc/nimstack/mesh/llm:/etc/nimstack/mesh/llm:ro' in leader['volumes']
+    assert leader['volumes_cache'] == ['/var/lib/nim/cache:/model-store:rw']
+    assert leader['group_spec']['volumes'] == [v['volume'] for v in leader['group_volumes']]
+    assert leader['group_spec'] == worker['group_spec']
+
+
+def test_the_ray_token_is_mounted_and_named_only_where_the_launch_uses_one():
+    plan = _plan(contract='ray', tag='2.0.1')
+    spec = _spec(plan, 'gpu-1')
+    assert spec['ray_token'] and not spec['ssh_mesh'] and not spec['hostfile_wanted']
+    assert '/etc/nimstack/nim/llm/ray-token:/run/secrets/nimstack-ray-token:ro' in spec['volumes']
+    assert spec['env']['RAY_AUTH_MODE'] == 'token'
+    assert spec['env']['RAY_AUTH_TOKEN_PATH'] == spec['ray_token_mount'] == '/run/secrets/nimstack-ray-token'
+    off = _spec(plan, 'gpu-1', ray_auth='off')
+    assert not off['ray_token'] and 'RAY_AUTH_MODE' not in off['env']
+    assert all('ray-token' not in v for v in off['volumes'])
+    assert off['group_spec']['ray_auth'] is False and spec['group_spec']['ray_auth'] is True
+
+
+def test_the_env_is_the_plans_rank_env():
+    plan = _plan()
+    rank = plan['groups']['llm']['ranks'][1]
+    spec = _spec(plan, 'gpu-1')
+    assert spec['rank'] == rank and spec['env'] == rank['env']
+    assert spec['labels'] == {'nimstack.managed': 'true', 'nimstack.group': 'llm', 'nimstack.rank': '1',
+                              'nimstack.role': 'worker'}
+
+
+@pytest.mark.parametrize('key_set, download, leader, ranks_get_key, env_file', [
+    (True, True, True, False, True),     # the leader's downloader reads the key
+    (True, True, False, False, False),   # a worker serves the filled cache without it
+    (True, False, False, True, True),    # every rank downloads itself
+    (False, False, True, False, False),  # no key, no file
+])
+def test_the_key_reaches_only_what_reads_it(key_set, download, leader, ranks_get_key, env_file):
+    spec = _spec(_plan(), 'gpu-0' if leader else 'gpu-1', ngc_key_set=key_set, download_model=download)
+    assert (spec['ranks_get_key'], spec['env_file_needed']) == (ranks_get_key, env_file)
+    assert spec['group_spec']['ngc_key'] is ranks_get_key
+
+
+def test_the_download_stamp_names_image_profile_and_cache():
+    spec = _spec(_plan(), 'gpu-0')
+    # An unset profile is None in the plan, and the stamp names it so, as earlier versions did.
+    digest = hashlib.sha256(b'nvcr.io/nim/meta/llama-3.1-405b-instruct:1.8.4|None|/var/lib/nim/cache').hexdigest()
+    assert spec['download_stamp'] == '/etc/nimstack/nim/llm/download-%s.done' % digest[:16]
+    assert _spec(_plan(nim_model_profile='abc'), 'gpu-0')['download_stamp'] != spec['download_stamp']
+    assert spec['download_image'] == spec['image']
+    assert _spec(_plan(), 'gpu-0', download_image='dl:1')['download_image'] == 'dl:1'
+
+
+def test_the_ready_timeout_is_the_roles_else_the_layouts():
+    plan = _plan()
+    assert _spec(plan, 'gpu-0')['ready_timeout'] == plan['groups']['llm']['layout']['mpi_start_timeout']
+    assert _spec(plan, 'gpu-0', ready_timeout='120')['ready_timeout'] == 120
+
+
+def test_the_group_spec_types_are_those_the_hash_was_made_of():
+    spec = _spec(_plan(), 'gpu-0', secrets_gid=64910)
+    assert spec['group_spec']['secrets_gid'] == '64910'
+    assert spec['group_spec']['shm_size_gb'] == 64
+    assert 'image_ids' not in spec['group_spec']
+
+
+def test_a_host_outside_every_docker_group_has_an_empty_spec():
+    plan = _plan()
+    spec = _spec(plan, 'elsewhere')
+    assert (spec['member'], spec['leader'], spec['image'], spec['volumes'], spec['env']) == (False, False, '', [], {})
+    nodes = [{'host': 'k-0', 'address': 'k-0', 'group': 'k',
+              'settings': dict(LLAMA_405B, nim_deployment_mode='kubernetes')}]
+    assert _spec(build_plan(nodes), 'k-0')['member'] is False
+
+
+def test_an_invalid_group_gives_an_empty_launch():
+    plan = build_plan([{'host': 'gpu-0', 'address': '10.0.0.1', 'group': 'llm',
+                        'settings': dict(LLAMA_405B, nim_tensor_parallel=3)}])
+    assert not plan['valid']
+    spec = _spec(plan, 'gpu-0')
+    assert (spec['image'], spec['volumes'], spec['api_port']) == ('', [], None)
+
+
+def test_every_option_is_needed():
+    with pytest.raises(DockerSpecError, match='ready_timeout'):
+        docker_rank_spec(_plan(), 'gpu-0', dict((k, OPTIONS[k]) for k in OPTION_NAMES if k != 'ready_timeout'))
