@@ -47,7 +47,11 @@ def _rank_of(group, entry):
 
 def _volumes(launch, bases, needs):
     """Every mount of the group, whichever rank reads it: {ranks, base, volume (host:target:mode)}.
-    A mount that needs a launch property (the Ray token) is left out where that does not hold."""
+    Each is a file or directory of a host directory the role owns (base: cache, the group's
+    nim_cache_path; mesh, its SSH mesh directory; group, its state directory), mounted where the
+    ranks it names read it. An empty target is the host path itself: the mesh directory keeps its
+    own path, because the ssh_config in it names the key and known_hosts by their host paths. A
+    mount that needs a launch property (the Ray token) is left out where that does not hold."""
     out = []
     for mount in launch.get('mounts') or []:
         need = mount.get('needs')
