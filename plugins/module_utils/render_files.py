@@ -70,7 +70,9 @@ def is_marked(data, marker=DEFAULT_MARKER):
 def plan_changes(root, files, prune=(), keep=(), patterns=('*.yaml',), marker=DEFAULT_MARKER):
     """What writing ``files`` under ``root`` changes.
 
-    files: [{'path': relative path, 'content': text, 'mode': '0644'}].
+    files: [{'path': relative path, 'content': text, 'mode': '0644', 'enabled': True}]; a file
+    with enabled false is one the caller made for a setting that no longer applies: it is removed
+    when present, whatever its first line.
     prune: directories (relative to root) whose files matching ``patterns`` are removed unless
     written here or listed in ``keep``, and only when their first line starts with ``marker``:
     a file someone else put there (a user's own manifest) is never removed, so what is written
@@ -81,10 +83,14 @@ def plan_changes(root, files, prune=(), keep=(), patterns=('*.yaml',), marker=DE
              'foreign': [relative: files prune would match but did not write, left alone]}.
     """
     wanted = {}
+    unwanted = []
     for entry in files:
         relative = _relative(root, entry.get('path'), 'path')
-        if relative in wanted:
+        if relative in wanted or relative in unwanted:
             raise RenderFilesError('path %r is given twice' % (relative,))
+        if not entry.get('enabled', True):
+            unwanted.append(relative)
+            continue
         content = entry.get('content')
         if content is None:
             content = ''
@@ -103,6 +109,10 @@ def plan_changes(root, files, prune=(), keep=(), patterns=('*.yaml',), marker=DE
             changes['chmod'].append((relative, mode))
         else:
             changes['unchanged'] += 1
+    for relative in sorted(unwanted):
+        target = os.path.join(root, relative)
+        if os.path.isfile(target) or os.path.islink(target):
+            changes['remove'].append((relative, _read(target)))
 
     for directory in sorted(set(_relative(root, d, 'prune') for d in prune)):
         folder = os.path.join(root, directory)
@@ -112,7 +122,8 @@ def plan_changes(root, files, prune=(), keep=(), patterns=('*.yaml',), marker=DE
             continue
         for name in names:
             relative = os.path.join(directory, name)
-            if relative in wanted or relative in kept or not os.path.isfile(os.path.join(folder, name)):
+            if (relative in wanted or relative in unwanted or relative in kept
+                    or not os.path.isfile(os.path.join(folder, name))):
                 continue
             if any(fnmatch.fnmatch(name, pattern) for pattern in patterns):
                 before = _read(os.path.join(folder, name))

@@ -37,6 +37,7 @@ options:
         description: Path relative to O(root); it may not leave O(root).
         type: str
         required: true
+        aliases: [name]
       content:
         description: The whole content of the file.
         type: str
@@ -45,6 +46,13 @@ options:
         description: Permissions of the file, as an octal string.
         type: str
         default: '0644'
+      enabled:
+        description:
+          - Whether the file applies to these settings. A file that does not (one the caller wrote
+            for another method or setting) is removed when present, whatever its first line, and
+            its O(files[].content) is not written.
+        type: bool
+        default: true
   prune:
     description: Directories, relative to O(root), whose other files matching O(patterns) are removed.
     type: list
@@ -100,7 +108,8 @@ written:
   elements: str
   sample: [default/Service-nim-default.yaml]
 removed:
-  description: Paths (relative to the root) removed by O(prune), or that would be in check mode.
+  description: >-
+    Paths (relative to the root) removed by O(prune) or as not enabled, or that would be in check mode.
   returned: always
   type: list
   elements: str
@@ -143,9 +152,10 @@ def main():
         argument_spec=dict(
             root=dict(type='path', required=True),
             files=dict(type='list', elements='dict', default=[], options=dict(
-                path=dict(type='str', required=True),
+                path=dict(type='str', required=True, aliases=['name']),
                 content=dict(type='str', required=True),
                 mode=dict(type='str', default='0644'),
+                enabled=dict(type='bool', default=True),
             )),
             prune=dict(type='list', elements='str', default=[]),
             keep=dict(type='list', elements='str', default=[]),

@@ -102,3 +102,25 @@ def test_a_path_given_twice_and_a_bad_mode_are_refused(tmp_path):
         plan_changes(str(tmp_path), [{'path': 'a.yaml', 'content': '1'}, {'path': './a.yaml', 'content': '2'}])
     with pytest.raises(RenderFilesError, match='octal'):
         plan_changes(str(tmp_path), [{'path': 'a.yaml', 'content': '1', 'mode': 'rw-r--r--'}])
+
+
+def test_a_file_that_is_not_enabled_is_removed_whatever_its_first_line(tmp_path):
+    """The install record of a component stays, the values file of its former Helm install goes
+    (the caller names it as its own, unmarked), and a file of another name is left alone."""
+    root = str(tmp_path)
+    _write(os.path.join(root, 'values.yaml'), 'image: {}\n')
+    _write(os.path.join(root, 'notes.yaml'), 'mine\n')
+    files = [{'path': 'install.yaml', 'content': 'method: manifest\n'},
+             {'path': 'values.yaml', 'content': 'image: {}\n', 'enabled': False},
+             {'path': 'manifests.yaml', 'content': 'kind: List\n', 'enabled': False}]
+    changes = plan_changes(root, files)
+    assert [c[0] for c in changes['write']] == ['install.yaml']
+    assert changes['remove'] == [('values.yaml', b'image: {}\n')]
+    apply_changes(root, changes)
+    assert sorted(os.listdir(root)) == ['install.yaml', 'notes.yaml']
+    assert plan_changes(root, files) == {'write': [], 'chmod': [], 'remove': [], 'unchanged': 1, 'foreign': []}
+
+
+def test_a_path_both_written_and_not_enabled_is_refused(tmp_path):
+    with pytest.raises(RenderFilesError, match='given twice'):
+        plan_changes(str(tmp_path), [{'path': 'a.yaml', 'content': '1'}, {'path': 'a.yaml', 'content': '', 'enabled': False}])
