@@ -13,8 +13,9 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
 test: deps static labs
 
-# lint, units, k8s, build-check, sanity, docs-check and bad-inputs, two at a time where that fills
-# the two cores (scripts/test-static.sh says which run together).
+# lint, units, build-check, sanity and docs-check, two at a time where that fills the two cores
+# (scripts/test-static.sh says which run together); make test runs k8s and bad-inputs beside the
+# labs.
 static: deps
 	scripts/test-static.sh
 
@@ -73,8 +74,8 @@ molecule-nvidia: deps
 molecule-others: deps
 	MOLECULE_SKIP="$(MOLECULE_NOT_IN_TEST)" scripts/test-molecule.sh --except $(MOLECULE_NVIDIA)
 
-# Every lab-based step below and the molecule scenarios, in three streams at once
-# (scripts/test-labs.sh says which).
+# Every lab-based step below, the molecule scenarios, the render tests and the bad inputs, in four
+# streams at once (scripts/test-labs.sh says which).
 labs: deps
 	scripts/test-labs.sh
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The container-based steps of `make test`, in three streams at once: most of their time is spent
-# waiting (containers starting, apt, readiness, bounded waits), not computing, so two streams on a
+# The long steps of `make test`, in four streams at once: most of the lab steps' time is spent
+# waiting (containers starting, apt, readiness, bounded waits), not computing, so the streams on a
 # 2-core machine take far less than one after the other. Each stream's lines are prefixed with its
 # name and printed as they come.
 #
@@ -10,6 +10,9 @@
 #             but the NVIDIA ones
 #   stream c: k8s-live-test (the Kubernetes roles on a live control plane, built from the Go
 #             module proxy and cached outside the clone), then the NVIDIA roles' molecule scenarios
+#   stream d: the render tests (k8s) and the bad inputs: no containers, pure controller CPU. They
+#             used to run between the quick static checks and the labs, where their dependent
+#             renders kept one core idle for minutes; here they fill the labs' waits instead.
 #
 # The streams are balanced by their measured times (docs/testing.md has the latest). Not among
 # them, each with a lab of its own (docs/testing.md says what the suite checks of the same
@@ -19,6 +22,9 @@
 # make security-rollout-test on one lab with the security test) and the group supervisor test
 # (make supervisor-test).
 #
+# Each step's line gives its wall time and the CPU its processes on this machine used (the
+# playbooks and their workers, molecule, pytest; not the module runs inside the lab hosts), and
+# the end gives the whole machine's busy CPU over the streams: the figures to balance and cut by.
 # A stream stops at its first failing step; the others go on. Exits non-zero when any step
 # failed, naming it.
 #
@@ -30,6 +36,7 @@ cd "$repo"
 stream_a=(lab-test docker-path-test contracts-test)
 stream_b=(security-test molecule-others)
 stream_c=(k8s-live-test molecule-nvidia)
+stream_d=(k8s bad-inputs)
 
 # What the streams need is made once, before they start: the Docker engine, the lab's host
 # image and the stand-in image with its archive (two builds of one archive would race).
@@ -38,12 +45,28 @@ scripts/lab/build-image.sh >/dev/null
 scripts/lab/build-standin.sh --archive build/standin/nim-standin.tar >/dev/null
 
 mkdir -p build/test-labs
+# The CPU seconds (user + system) of this shell's finished children so far, into the variable
+# named by $1. `times` runs in this shell (a command substitution would fork and count nothing).
+children_cpu() {
+  local file="build/test-labs/times.$BASHPID"
+  times >"$file"
+  printf -v "$1" '%s' "$(awk 'END { n = 0; for (i = 1; i <= 2; i++) { split($i, p, "m"); sub("s", "", p[2]); n += p[1] * 60 + p[2] } printf "%.0f", n }' "$file")"
+  rm -f "$file"
+}
+
+# The machine's busy CPU seconds since boot (/proc/stat: everything but idle and iowait).
+machine_cpu() {
+  awk -v hz="$(getconf CLK_TCK)" '/^cpu /{ printf "%.0f", ($2 + $3 + $4 + $7 + $8 + $9) / hz }' /proc/stat
+}
+
 stream() {
-  local name=$1 target t; shift
+  local name=$1 target t c0 c1; shift
   for target in "$@"; do
     t=$SECONDS
+    children_cpu c0
     if make --no-print-directory "$target"; then
-      echo "== $target passed in $((SECONDS - t)) s"
+      children_cpu c1
+      echo "== $target passed in $((SECONDS - t)) s, $((c1 - c0)) CPU-s here"
     else
       echo "== $target FAILED after $((SECONDS - t)) s"
       echo "$target" >"build/test-labs/$name.failed"
@@ -53,16 +76,20 @@ stream() {
 }
 
 rm -f build/test-labs/*.failed build/test-labs/*.log
-start=$SECONDS
+start=$SECONDS busy=$(machine_cpu)
 (stream a "${stream_a[@]}" 2>&1 | sed -u 's/^/[a] /' | tee build/test-labs/a.log) &
 a=$!
 (stream b "${stream_b[@]}" 2>&1 | sed -u 's/^/[b] /' | tee build/test-labs/b.log) &
 b=$!
 (stream c "${stream_c[@]}" 2>&1 | sed -u 's/^/[c] /' | tee build/test-labs/c.log) &
 c=$!
+(stream d "${stream_d[@]}" 2>&1 | sed -u 's/^/[d] /' | tee build/test-labs/d.log) &
+d=$!
 wait "$a" || true
 wait "$b" || true
 wait "$c" || true
+wait "$d" || true
+echo "test-labs.sh: the machine was busy $(($(machine_cpu) - busy)) CPU-s in $((SECONDS - start)) s on $(nproc) cores"
 
 failed=$(cat build/test-labs/*.failed 2>/dev/null || true)
 if [[ -n "$failed" ]]; then
