@@ -1,0 +1,42 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, nimstack maintainers
+# SPDX-License-Identifier: Apache-2.0
+"""Filter k8s_object_files: Kubernetes objects as the files render-only mode writes (docs in k8s_object_files.yml)."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+from collections.abc import Mapping
+
+from ansible.errors import AnsibleFilterError
+from ansible.plugins.filter.core import to_nice_yaml
+
+
+def _file(directory, obj, header, mode):
+    try:
+        kind, name = obj['kind'], obj['metadata']['name']
+    except (KeyError, TypeError):
+        raise AnsibleFilterError('k8s_object_files: %r is no Kubernetes object (kind and metadata.name)' % (obj,))
+    if directory is None:
+        # A namespaced object goes with its namespace, a Namespace with itself.
+        directory = '_namespaces/%s' % (obj['metadata'].get('namespace') or name)
+    entry = {'path': '%s/%s-%s.yaml' % (directory, kind, name),
+             'content': header + to_nice_yaml(obj, indent=2, sort_keys=True)}
+    if mode is not None:
+        entry['mode'] = mode
+    return entry
+
+
+def k8s_object_files(objects, header='', mode=None):
+    """objects: a list (each file under _namespaces/<namespace>/) or a mapping of directory -> list."""
+    if isinstance(objects, Mapping):
+        return [_file(directory, obj, header, mode) for directory, group in objects.items() for obj in group]
+    if isinstance(objects, (list, tuple)):
+        return [_file(None, obj, header, mode) for obj in objects]
+    raise AnsibleFilterError('k8s_object_files: expects a list of objects or a mapping of directories to lists, got %r'
+                             % type(objects).__name__)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {'k8s_object_files': k8s_object_files}
