@@ -9,10 +9,11 @@
 #   stream b: security-test (a 4-host lab of its own), then the molecule scenarios of every role
 #             but the NVIDIA ones
 #   stream c: k8s-live-test (the Kubernetes roles on a live control plane, built from the Go
-#             module proxy and cached outside the clone), then the NVIDIA roles' molecule scenarios
-#   stream d: the render tests (k8s) and the bad inputs: no containers, pure controller CPU. They
+#             module proxy and cached outside the clone: on a machine whose caches are cold, as
+#             CI's are, the build alone takes about 24 minutes of this stream)
+#   stream d: the render tests (k8s) and the bad inputs (no containers, pure controller CPU; they
 #             used to run between the quick static checks and the labs, where their dependent
-#             renders kept one core idle for minutes; here they fill the labs' waits instead.
+#             renders kept one core idle for minutes), then the NVIDIA roles' molecule scenarios
 #
 # The streams are balanced by their measured times (docs/testing.md has the latest). Not among
 # them, each with a lab of its own (docs/testing.md says what the suite checks of the same
@@ -35,8 +36,8 @@ cd "$repo"
 
 stream_a=(lab-test docker-path-test contracts-test)
 stream_b=(security-test molecule-others)
-stream_c=(k8s-live-test molecule-nvidia)
-stream_d=(k8s bad-inputs)
+stream_c=(k8s-live-test)
+stream_d=(k8s bad-inputs molecule-nvidia)
 
 # What the streams need is made once, before they start: the Docker engine, the lab's host
 # image and the stand-in image with its archive (two builds of one archive would race).
