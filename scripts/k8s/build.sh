@@ -22,11 +22,11 @@ export GOFLAGS="-mod=readonly -buildvcs=false" CGO_ENABLED=0
 
 # Versions, read from the wrapper modules so that go.mod stays the only place they are written.
 modver() { awk -v m="$2" '$1 == m || ($1 == "require" && $2 == m) { v = ($1 == "require") ? $3 : $2 } END { print v }' "$modules/$1/go.mod"; }
-k8s_version=$(modver kubernetes k8s.io/kubernetes)
+k8s_version=$(modver control-plane k8s.io/kubernetes)
 etcd_version=$(modver etcd go.etcd.io/etcd/server/v3)
-kwok_version=$(modver kwok sigs.k8s.io/kwok)
+kwok_version=$(modver control-plane sigs.k8s.io/kwok)
 helm_version=$(modver helm helm.sh/helm/v3)
-lws_version=$(modver lws sigs.k8s.io/lws)
+lws_version=$(modver control-plane sigs.k8s.io/lws)
 for v in k8s_version etcd_version kwok_version helm_version lws_version; do
   [[ -n ${!v} ]] || { echo "build.sh: no $v in $modules" >&2; exit 1; }
 done
@@ -57,19 +57,20 @@ build() { # module-dir ldflags package...
 
 minor=${k8s_version#v1.}
 minor=${minor%%.*}
-build kubernetes "-X k8s.io/component-base/version.gitVersion=$k8s_version \
+# One go build for Kubernetes, kwok and LWS: the packages they share are compiled once.
+build control-plane "-X k8s.io/component-base/version.gitVersion=$k8s_version \
   -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor \
-  -X k8s.io/client-go/pkg/version.gitVersion=$k8s_version -X k8s.io/component-base/version.gitTreeState=clean" \
+  -X k8s.io/client-go/pkg/version.gitVersion=$k8s_version -X k8s.io/component-base/version.gitTreeState=clean \
+  -X sigs.k8s.io/kwok/pkg/consts.Version=${kwok_version#v} -X sigs.k8s.io/lws/pkg/version.GitVersion=$lws_version" \
   k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
-  k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
+  k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl \
+  sigs.k8s.io/kwok/cmd/kwok sigs.k8s.io/lws/cmd
 build etcd "" .   # the wrapper main package: bin/etcd
-build kwok "-X sigs.k8s.io/kwok/pkg/consts.Version=${kwok_version#v}" sigs.k8s.io/kwok/cmd/kwok
 build helm "-X helm.sh/helm/v3/internal/version.version=$helm_version" helm.sh/helm/v3/cmd/helm
-build lws "-X sigs.k8s.io/lws/pkg/version.GitVersion=$lws_version" sigs.k8s.io/lws/cmd
 mv "$tmp/bin/cmd" "$tmp/bin/lws"
 
 # The LWS release artifacts, made from the module's own sources the way its `make artifacts` does.
-lws_src=$(cd "$modules/lws" && go list -m -f '{{.Dir}}' sigs.k8s.io/lws)
+lws_src=$(cd "$modules/control-plane" && go list -m -f '{{.Dir}}' sigs.k8s.io/lws)
 cp -r "$lws_src/config" "$lws_src/charts" "$tmp/"
 chmod -R u+w "$tmp/config" "$tmp/charts"
 # As `kustomize edit set image controller=...` does: the module's own images block (the file's
@@ -90,7 +91,7 @@ mv "$tmp/share/lws/lws-$lws_version.tgz" "$tmp/share/lws/lws-chart-$lws_version.
 rm -rf "$tmp/config" "$tmp/charts"
 
 # kwok's fast stages: nodes become Ready and keep a lease, pods become Running and Ready.
-kwok_src=$(cd "$modules/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)
+kwok_src=$(cd "$modules/control-plane" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)
 for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
   pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
   echo "---"
