@@ -46,28 +46,28 @@ scripts/lab/build-image.sh >/dev/null
 scripts/lab/build-standin.sh --archive build/standin/nim-standin.tar >/dev/null
 
 mkdir -p build/test-labs
-# The CPU seconds (user + system) of this shell's finished children so far, into the variable
-# named by $1. `times` runs in this shell (a command substitution would fork and count nothing).
-children_cpu() {
-  local file="build/test-labs/times.$BASHPID"
-  times >"$file"
-  printf -v "$1" '%s' "$(awk 'END { n = 0; for (i = 1; i <= 2; i++) { split($i, p, "m"); sub("s", "", p[2]); n += p[1] * 60 + p[2] } printf "%.0f", n }' "$file")"
-  rm -f "$file"
+hz=$(getconf CLK_TCK)
+# The clock ticks (user + system) of this shell's finished children so far, into the variable
+# named by $1: fields 16 and 17 of /proc/<this shell>/stat (its comm is "bash", without spaces).
+children_ticks() {
+  local -a stat
+  read -r -a stat <"/proc/$BASHPID/stat"
+  printf -v "$1" '%d' $((stat[15] + stat[16]))
 }
 
 # The machine's busy CPU seconds since boot (/proc/stat: everything but idle and iowait).
 machine_cpu() {
-  awk -v hz="$(getconf CLK_TCK)" '/^cpu /{ printf "%.0f", ($2 + $3 + $4 + $7 + $8 + $9) / hz }' /proc/stat
+  awk -v hz="$hz" '/^cpu /{ printf "%.0f", ($2 + $3 + $4 + $7 + $8 + $9) / hz }' /proc/stat
 }
 
 stream() {
   local name=$1 target t c0 c1; shift
   for target in "$@"; do
     t=$SECONDS
-    children_cpu c0
+    children_ticks c0
     if make --no-print-directory "$target"; then
-      children_cpu c1
-      echo "== $target passed in $((SECONDS - t)) s, $((c1 - c0)) CPU-s here"
+      children_ticks c1
+      echo "== $target passed in $((SECONDS - t)) s, $(((c1 - c0 + hz / 2) / hz)) CPU-s here"
     else
       echo "== $target FAILED after $((SECONDS - t)) s"
       echo "$target" >"build/test-labs/$name.failed"
