@@ -16,7 +16,9 @@ def _file(directory, obj, header, mode):
     try:
         kind, name = obj['kind'], obj['metadata']['name']
     except (KeyError, TypeError):
-        raise AnsibleFilterError('k8s_object_files: %r is no Kubernetes object (kind and metadata.name)' % (obj,))
+        # Names the keys only: the object may be a Secret, whose values must not reach a message.
+        raise AnsibleFilterError('k8s_object_files: every object needs kind and metadata.name; got a %s with keys %s'
+                                 % (type(obj).__name__, sorted(obj) if isinstance(obj, Mapping) else []))
     if directory is None:
         # A namespaced object goes with its namespace, a Namespace with itself.
         directory = '_namespaces/%s' % (obj['metadata'].get('namespace') or name)

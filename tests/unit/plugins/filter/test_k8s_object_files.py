@@ -43,3 +43,10 @@ def test_the_content_is_the_header_and_the_object_with_sorted_keys_indented_by_t
 def test_anything_else_is_refused_naming_the_filter(bad):
     with pytest.raises(AnsibleFilterError, match='k8s_object_files'):
         k8s_object_files(bad)
+
+
+def test_a_refused_object_is_named_by_its_keys_never_its_values():
+    with pytest.raises(AnsibleFilterError) as refused:
+        k8s_object_files([{'apiVersion': 'v1', 'stringData': {'NGC_API_KEY': 'nvapi-test'}}])
+    assert 'stringData' in str(refused.value)
+    assert 'nvapi-test' not in str(refused.value)
