@@ -2,7 +2,7 @@
 # A real Kubernetes control plane on this machine, for the live tests of the Kubernetes path:
 # etcd, kube-apiserver, kube-controller-manager and kube-scheduler, kwok for fake GPU nodes and
 # pod lifecycles without kubelets, and the node agent (agent.py) that runs the real LWS controller
-# once LWS is installed and carries the API server's webhook calls to it. Everything listens on
+# and NIM Operator once they are installed and carries the API server's webhook calls to them. Everything listens on
 # loopback only; every file it writes is under build/k8s/.
 #
 #   scripts/k8s/cluster.sh up      # build (cached), start, wait until ready: build/k8s/kubeconfig
@@ -15,15 +15,19 @@
 #   gpu-c1           rack rack-c, tainted nimstack.test/maintenance=true:NoSchedule
 # and ReadWriteMany PersistentVolumes of storage class nimstack-rwx for the model cache claims.
 #
+# The controllers built from source trees (LWS v0.10.0, the NIM Operator) are there when build.sh was
+# given their source (NIMSTACK_LWS_SRC, NIMSTACK_NIM_OPERATOR_SRC; see build.sh).
+#
 # NIMSTACK_K8S_PORT_BASE (default 16440) moves the ports: etcd +0 (peer +1), API server +2,
-# controller-manager +3, scheduler +4, LWS webhook +5, LWS health probe +6. NIMSTACK_K8S_STATE
+# controller-manager +3, scheduler +4, LWS webhook +5, LWS health probe +6, NIM Operator health
+# probe +7 and metrics +8 (its webhook server has no flag: controller-runtime's :9443). NIMSTACK_K8S_STATE
 # (default build/k8s) moves the state directory, for a second cluster beside the first.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 state=${NIMSTACK_K8S_STATE:-$repo/build/k8s}
 base=${NIMSTACK_K8S_PORT_BASE:-16440}
 p_etcd=$base p_peer=$((base + 1)) p_api=$((base + 2)) p_cm=$((base + 3)) p_sched=$((base + 4))
-p_webhook=$((base + 5)) p_probe=$((base + 6))
+p_webhook=$((base + 5)) p_probe=$((base + 6)) p_op_probe=$((base + 7)) p_op_metrics=$((base + 8))
 python=${NIMSTACK_PYTHON:-$repo/.venv/bin/python}
 # How long a pod on a fake node takes to become Ready (a kwok stage delay), as containers take to start.
 ready_ms=${NIMSTACK_K8S_POD_READY_MS:-5000}
@@ -136,7 +140,8 @@ status:
   capacity: {cpu: "64", memory: 1Ti, pods: "110", nvidia.com/gpu: "8", ephemeral-storage: 1Ti}
 EOF
   done
-  for i in 1 2 3 4 5 6 7 8; do
+  # Retained, so a volume once bound stays Released: enough for every claim the live stage makes.
+  for i in $(seq 1 32); do
     cat <<EOF
 ---
 apiVersion: v1
@@ -205,8 +210,12 @@ EOF
     --egress-selector-config-file "$state/egress.yaml" --allow-privileged=true \
     --profiling=false --event-ttl 30m
   wait_for kube-apiserver 300 kubectl get --raw /readyz
-  start agent "$python" "$repo/scripts/k8s/agent.py" --state "$state" --lws-bin "$cache/bin/lws" \
-    --lws-version "$LWS_VERSION" --ports "$p_webhook,$p_probe"
+  local controllers=()
+  [[ -n $LWS_VERSION ]] && controllers+=(--lws-bin "$cache/bin/lws" --lws-version "$LWS_VERSION")
+  [[ -n $NIM_OPERATOR_VERSION ]] && controllers+=(--operator-bin "$cache/bin/nim-operator"
+    --operator-image "$NIM_OPERATOR_IMAGE" --operator-manifests "$cache/share/nim-operator/manifests"
+    --operator-ports "$p_op_probe,$p_op_metrics")
+  start agent "$python" "$repo/scripts/k8s/agent.py" --state "$state" --ports "$p_webhook,$p_probe" "${controllers[@]}"
   start kube-controller-manager "$cache/bin/kube-controller-manager" \
     --kubeconfig "$state/kubeconfig" --authentication-kubeconfig "$state/kubeconfig" \
     --authorization-kubeconfig "$state/kubeconfig" --bind-address 127.0.0.1 --secure-port "$p_cm" \
@@ -232,13 +241,15 @@ yaml.safe_dump_all(stages, open(sys.argv[2], "w"))' "$cache/share/kwok/stages.ya
   wait_for "the fake nodes" 180 bash -c \
     "[[ \$('$cache/bin/kubectl' --kubeconfig '$state/kubeconfig' --cache-dir '$state/cache' get nodes --no-headers | grep -cw Ready) -ge 5 ]]"
   wait_for "the default ServiceAccount" 180 kubectl -n default get serviceaccount default
-  log "ready in $((SECONDS - t)) s: Kubernetes $K8S_VERSION, LWS $LWS_VERSION (run by the agent once installed), kwok $KWOK_VERSION"
+  # shellcheck disable=SC2153 # K8S_VERSION and the others come from versions.env
+  log "ready in $((SECONDS - t)) s: Kubernetes $K8S_VERSION, kwok $KWOK_VERSION; run by the agent once installed:" \
+    "LWS ${LWS_VERSION:-(not built: no source)}, NIM Operator ${NIM_OPERATOR_VERSION:-(not built: no source)}"
   log "KUBECONFIG=$state/kubeconfig"
 }
 
 down() {
   local name pid i
-  # The agent first: it stops the LWS controller it runs.
+  # The agent first: it stops the controllers it runs.
   for name in agent kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
     [[ -f $state/run/$name.pid ]] || continue
     pid=$(cat "$state/run/$name.pid")
@@ -249,9 +260,9 @@ down() {
     done
     kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
   done
-  # Whatever is left of this state directory's processes (an LWS controller the agent started in
-  # a session of its own) is found by its command line.
-  pkill -KILL -f -- "--kubeconfig=$state/kubeconfig" 2>/dev/null || true
+  # Whatever is left of this state directory's processes (a controller the agent started in a
+  # session of its own) is found by its command line.
+  pkill -KILL -f -- "--kubeconfig=$state/" 2>/dev/null || true
   rm -rf "$state"
   log "stopped; $state removed"
 }
