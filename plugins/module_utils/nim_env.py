@@ -467,6 +467,10 @@ def _leader_address_env(v, size, leader, lws):
     }
 
 
+# docs/contracts.md, The multi-node environment: what the operator sets on every NIM container.
+OUTLINES_CACHE_DIR = '/tmp/outlines'
+
+
 def _standard_env(v):
     contract = v['launch_contract']
     if contract == 'ray':
@@ -481,6 +485,9 @@ def _standard_env(v):
         'NIM_HTTP_API_PORT': _literal(str(v['api_port'])),
         'NIM_JSONL_LOGGING': _literal(json_logging),
         'NIM_LOG_LEVEL': _literal(v['log_level']),
+        # The NIM Operator gives every NIM a writable cache for the outlines library (guided
+        # decoding), whose default under the home directory may not be writable (GetStandardEnv).
+        'OUTLINES_CACHE_DIR': _literal(OUTLINES_CACHE_DIR),
     }
 
 

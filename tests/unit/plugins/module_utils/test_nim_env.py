@@ -48,6 +48,7 @@ STANDARD = {
     'NIM_HTTP_API_PORT': '8000',
     'NIM_JSONL_LOGGING': '1',
     'NIM_LOG_LEVEL': 'INFO',
+    'OUTLINES_CACHE_DIR': '/tmp/outlines',
 }
 TCP = {'NCCL_IB_DISABLE': '1', 'UCX_TLS': 'tcp,shm'}
 

@@ -24,6 +24,7 @@ LEADER_ENV = {
     'NIM_HTTP_API_PORT': '8000',
     'NIM_JSONL_LOGGING': '1',
     'NIM_LOG_LEVEL': 'INFO',
+    'OUTLINES_CACHE_DIR': '/tmp/outlines',
     'NCCL_IB_DISABLE': '0',
     'NCCL_NET': 'IB',
     'NCCL_IB_HCA': 'mlx5',
