@@ -32,6 +32,17 @@ LWS_ONLY_DEFAULTS = (
     ('nim_k8s_rollout_partition', '0'),
 )
 
+# The NIMService settings a LeaderWorkerSet of ours has no counterpart for, with their NIMService field,
+# and the keys of each that the operator's CRD knows (a structural schema drops any other silently).
+OPERATOR_ONLY = (
+    ('nim_k8s_service_monitor', 'spec.metrics.serviceMonitor',
+     ('interval', 'scrapeTimeout', 'additionalLabels', 'annotations')),
+    ('nim_k8s_router', 'spec.expose.router', ('hostDomainName', 'annotations', 'ingress', 'gateway')),
+    ('nim_k8s_compute_domain', 'spec.multiNode.computeDomain', ()),
+)
+# A ComputeDomain to use by name (a DNS subdomain), or `create` for one per NIMService.
+COMPUTE_DOMAIN_RE = re.compile(r'^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$')
+
 PROBLEM_SCHEDULER = 'nim_k8s_scheduler must be default, volcano or kai, got %s'
 PROBLEM_KAI_QUEUE = ('nim_k8s_scheduler=kai needs nim_k8s_kai_queue, the KAI leaf queue of the groups (KAI '
                      'schedules only workloads of a queue)')
@@ -48,6 +59,11 @@ PROBLEM_PRIORITY_CLASS = ('nim_k8s_priority_class=%s is not the name of a Priori
 PROBLEM_LWS_ONLY = ('%s=%s is a LeaderWorkerSet setting, but nim_k8s_backend=nim_operator builds its own '
                     'LeaderWorkerSet (a NIMService has no such field); leave it at its default (%s) or use '
                     'nim_k8s_backend=lws')
+PROBLEM_OPERATOR_ONLY = ('%s is a NIMService setting (%s), but nim_k8s_backend=lws writes no NIMService; '
+                         'leave it unset or use nim_k8s_backend=nim_operator')
+PROBLEM_OPERATOR_KEYS = '%s: %s not among the keys of %s (%s)'
+PROBLEM_COMPUTE_DOMAIN = ('nim_k8s_compute_domain=%s must be empty (none), create (the operator makes one per '
+                          'NIMService) or the name of an existing ComputeDomain (a DNS subdomain)')
 PROBLEM_MODE = "group '%s' was planned for nim_deployment_mode=%s; plan it with deployment_mode: kubernetes"
 PROBLEM_CONTRACT = ("group '%s': nim_launch_contract=%s is not supported by nim_k8s_backend=nim_operator "
                     "(its spec.multiNode knows mpi and ray); use nim_k8s_backend=lws")
@@ -75,6 +91,9 @@ SETTING_DEFAULTS = {
     'nim_k8s_storage_access_mode': 'ReadWriteMany',
     'nim_k8s_node_selector': {},
     'nim_k8s_tolerations': [],
+    'nim_k8s_service_monitor': {},
+    'nim_k8s_router': {},
+    'nim_k8s_compute_domain': '',
 }
 
 
@@ -127,6 +146,18 @@ def settings_problems(settings):
     priority = s['nim_k8s_priority_class']
     if len(priority) > 0 and not PRIORITY_CLASS_RE.match(priority):
         problems.append(PROBLEM_PRIORITY_CLASS % priority)
+    for var, field, keys in OPERATOR_ONLY:
+        value = s[var]
+        if value in ({}, '', None):
+            continue
+        if s['nim_k8s_backend'] != 'nim_operator':
+            problems.append(PROBLEM_OPERATOR_ONLY % (var, field))
+        if keys and isinstance(value, dict) and set(value) - set(keys):
+            problems.append(PROBLEM_OPERATOR_KEYS % (var, ', '.join(sorted(set(value) - set(keys))), field,
+                                                     ', '.join(keys)))
+    domain = s['nim_k8s_compute_domain']
+    if domain not in ('', None) and not _matches(COMPUTE_DOMAIN_RE, domain):
+        problems.append(PROBLEM_COMPUTE_DOMAIN % (domain,))
     if s['nim_k8s_backend'] == 'nim_operator':
         for var, default in LWS_ONLY_DEFAULTS:
             value = s[var] if var == 'nim_k8s_restart_policy' else _text(s[var])

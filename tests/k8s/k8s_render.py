@@ -63,6 +63,15 @@ SCENARIOS = {
     'operator-kai': ('nim_operator', dict(KAI, nim_launch_contract='ray')),
     # An image pinned by digest rather than a tag, on both backends.
     'operator-digest': ('nim_operator', {'nim_image_tag': 'sha256:' + 'ab' * 32}),
+    # The model in a NIMCache per image: a new tag makes a new NIMCache (its modelPuller is immutable).
+    'operator-nimcache': ('nim_operator', {'nim_k8s_storage': 'nimcache'}),
+    'operator-nimcache-new-tag': ('nim_operator', {'nim_k8s_storage': 'nimcache', 'nim_image_tag': '1.3.1'}),
+    # The operator's own features, set from the inventory: validated against its CRD like every render.
+    'operator-features': ('nim_operator', {
+        'nim_k8s_service_monitor': {'interval': '30s', 'additionalLabels': {'release': 'prometheus'}},
+        'nim_k8s_router': {'hostDomainName': 'nim.example.com', 'ingress': {'ingressClass': 'nginx'}},
+        'nim_k8s_compute_domain': 'create', 'nim_k8s_priority_class': 'nim-serving'}),
+    'operator-compute-domain-name': ('nim_operator', {'nim_k8s_compute_domain': 'gb200-rack-1'}),
     'lws-digest': ('lws', {'nim_image_tag': 'sha256:' + 'ab' * 32}),
     # The manifest install of LWS with gang scheduling, from a local copy of the release manifest.
     'lws-volcano-file': ('lws', dict(VOLCANO, lws_install_method='file', lws_manifest_file=LWS_MANIFEST)),

@@ -474,6 +474,35 @@ def test_lws_defaults_recreate_the_whole_group_one_lws_group_at_a_time(renders):
     assert 'priorityClassName' not in template['leaderTemplate']['spec']
 
 
+def test_a_nimcache_per_image_and_the_nimservice_on_it(renders):
+    # A NIMCache's modelPuller cannot change: each image has a NIMCache of its own, named after it,
+    # and the NIMService names the one of its image.
+    caches = {}
+    for name in ('operator-nimcache', 'operator-nimcache-new-tag'):
+        render = renders[name]
+        assert render.rc == 0, render.output[-3000:]
+        cache, service = render.one('NIMCache'), render.one('NIMService')
+        assert service['spec']['storage']['nimCache'] == {'name': cache['metadata']['name']}
+        assert cache['metadata']['name'].startswith(service['metadata']['name'] + '-')
+        assert cache['spec']['source']['ngc']['modelPuller'] == '%s:%s' % (service['spec']['image']['repository'],
+                                                                           service['spec']['image']['tag'])
+        caches[name] = cache['metadata']['name']
+    assert caches['operator-nimcache'] != caches['operator-nimcache-new-tag']
+
+
+def test_the_operators_own_features_from_the_inventory(renders):
+    spec = renders['operator-features'].one('NIMService')['spec']
+    assert spec['metrics'] == {'enabled': True, 'serviceMonitor': {'interval': '30s',
+                                                                   'additionalLabels': {'release': 'prometheus'}}}
+    assert spec['expose']['router'] == {'hostDomainName': 'nim.example.com', 'ingress': {'ingressClass': 'nginx'}}
+    assert spec['expose']['service']['port'] == 8000
+    assert spec['multiNode']['computeDomain'] == {'create': True}
+    assert spec['priorityClassName'] == 'nim-serving'
+    named = renders['operator-compute-domain-name'].one('NIMService')['spec']
+    assert named['multiNode']['computeDomain'] == {'create': False, 'name': 'gb200-rack-1'}
+    assert 'metrics' not in named and 'router' not in named['expose']
+
+
 def test_nimservice_carries_the_priority_class(renders):
     service = renders['operator-priority'].one('NIMService')
     assert service['spec']['priorityClassName'] == 'nim-serving'

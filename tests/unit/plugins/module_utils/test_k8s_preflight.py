@@ -128,6 +128,38 @@ def test_the_operator_refuses_every_leaderworkerset_setting_but_its_default():
     assert k8s_problems(_plan(), dict(settings, nim_k8s_backend='lws')) == []
 
 
+def test_the_lws_backend_refuses_the_nimservice_settings():
+    settings = dict(LWS, nim_k8s_service_monitor={'interval': '30s'}, nim_k8s_router={'hostDomainName': 'example.com'},
+                    nim_k8s_compute_domain='create')
+    suffix = (' is a NIMService setting (%s), but nim_k8s_backend=lws writes no NIMService; leave it unset or use '
+              'nim_k8s_backend=nim_operator')
+    assert k8s_problems(_plan(), settings) == [
+        'nim_k8s_service_monitor' + suffix % 'spec.metrics.serviceMonitor',
+        'nim_k8s_router' + suffix % 'spec.expose.router',
+        'nim_k8s_compute_domain' + suffix % 'spec.multiNode.computeDomain',
+    ]
+    assert k8s_problems(_plan(), dict(settings, nim_k8s_backend='nim_operator')) == []
+
+
+def test_nimservice_settings_name_a_key_the_crd_would_drop():
+    # A structural schema prunes unknown fields without a word: the key is refused instead.
+    settings = dict(OPERATOR, nim_k8s_service_monitor={'interval': '30s', 'scrape_interval': '10s'},
+                    nim_k8s_router={'host': 'nim.example.com'})
+    assert k8s_problems(_plan(), settings) == [
+        'nim_k8s_service_monitor: scrape_interval not among the keys of spec.metrics.serviceMonitor '
+        '(interval, scrapeTimeout, additionalLabels, annotations)',
+        'nim_k8s_router: host not among the keys of spec.expose.router (hostDomainName, annotations, ingress, gateway)',
+    ]
+
+
+@pytest.mark.parametrize('value, ok', [('create', True), ('gb200-rack-1', True), ('Rack 1', False), (True, False)])
+def test_compute_domain_is_create_or_a_name(value, ok):
+    problems = k8s_problems(_plan(), dict(OPERATOR, nim_k8s_compute_domain=value))
+    assert problems == ([] if ok else [
+        'nim_k8s_compute_domain=%s must be empty (none), create (the operator makes one per NIMService) or the '
+        'name of an existing ComputeDomain (a DNS subdomain)' % value])
+
+
 def test_a_groups_planner_errors_come_through():
     plan = _plan(nim_tensor_parallel=None)
     assert not plan['valid']
