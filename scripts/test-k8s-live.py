@@ -196,6 +196,17 @@ class Play:
             % (name, self.rc, self.changed, self.seconds, os.path.relpath(self.log, REPO)))
 
 
+# Objects of someone else's in the test's namespace, which no teardown of ours may touch.
+FOREIGN = [
+    {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'team-config', 'namespace': NS},
+     'data': {'owner': 'another team'}},
+    {'apiVersion': 'leaderworkerset.x-k8s.io/v1', 'kind': 'LeaderWorkerSet',
+     'metadata': {'name': 'team-lws', 'namespace': NS},
+     'spec': {'replicas': 1, 'leaderWorkerTemplate': {'size': 1, 'workerTemplate': {'spec': {
+         'containers': [{'name': 'c', 'image': 'team/app:1'}]}}}}},
+]
+
+
 def group_pods(group):
     return items('pods', selector='leaderworkerset.sigs.k8s.io/name=nim-%s' % group)
 
@@ -220,6 +231,13 @@ def rendered(inv, extra):
             with open(path, encoding='utf-8') as handle:
                 out[group] = yaml.safe_load(handle)
     return out
+
+
+def check_racks(label, racks):
+    """Each group in one rack ({group: racks of its pods}), no two groups in the same one."""
+    for group, where in racks.items():
+        check(len(where) == 1, '%s: group %s spans racks %s' % (label, group, sorted(where)))
+    check(len({next(iter(r)) for r in racks.values()}) == len(racks), '%s: two groups share a rack: %s' % (label, racks))
 
 
 def check_groups(label, groups, plan):
@@ -277,9 +295,7 @@ def check_groups(label, groups, plan):
         every_ip = sorted(p['status']['podIP'] for p in pods)
         check(endpoints('nim-%s' % group) == every_ip, '%s: headless Service nim-%s covers %s, pods are %s'
               % (label, group, endpoints('nim-%s' % group), every_ip))
-    for group, where in racks.items():
-        check(len(where) == 1, '%s: group %s spans racks %s' % (label, group, sorted(where)))
-    check(len({next(iter(r)) for r in racks.values()}) == len(racks), '%s: two groups share a rack: %s' % (label, racks))
+    check_racks(label, racks)
     SUMMARY['groups_ready'][label] = len(groups)
     say('   %s: %d groups Running and Ready (%s), env/args/resources as planned, API Service -> leader only, '
         'LWS headless Service -> every pod, one rack each (%s)'
@@ -406,14 +422,7 @@ def stage_lws(tmp):
     no_key_anywhere('secrets', plays)
 
     say('== teardown: ours removed, a LeaderWorkerSet and a ConfigMap of someone else survive')
-    foreign = [
-        {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'team-config', 'namespace': NS},
-         'data': {'owner': 'another team'}},
-        {'apiVersion': 'leaderworkerset.x-k8s.io/v1', 'kind': 'LeaderWorkerSet',
-         'metadata': {'name': 'team-lws', 'namespace': NS},
-         'spec': {'replicas': 1, 'leaderWorkerTemplate': {'size': 1, 'workerTemplate': {'spec': {
-             'containers': [{'name': 'c', 'image': 'team/app:1'}]}}}}},
-    ]
+    foreign = FOREIGN
     for obj in foreign:
         kubectl('apply', '-f', '-', stdin=json.dumps(obj), parse=False)
     inv = os.path.join(tmp, 'leader_address.yml')
@@ -559,7 +568,10 @@ def operator_tls():
     with open(ext, 'w', encoding='utf-8') as handle:
         handle.write('basicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\nsubjectAltName=%s\n'
                      % ','.join('DNS:' + n for n in names))
-    run = lambda *cmd: subprocess.run(cmd, check=True, capture_output=True)  # noqa: E731
+
+    def run(*cmd):
+        subprocess.run(cmd, check=True, capture_output=True)
+
     run('openssl', 'req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=' + names[0], '-keyout',
         os.path.join(work, 'tls.key'), '-out', os.path.join(work, 'tls.csr'))
     run('openssl', 'x509', '-req', '-in', os.path.join(work, 'tls.csr'), '-CA', os.path.join(pki, 'ca.crt'),
@@ -728,14 +740,14 @@ def fidelity(contract, groups, docker):
     unexplained = []
     lines = []
     for (role, what), (docker_value, operator_value) in sorted(rows.items()):
-        key = next((k for k in ((contract, role, what), (contract, 'both', what), ('every', role, what),
-                                ('every', 'both', what)) if k in known), None)
+        candidates = ((contract, role, what), (contract, 'both', what), ('every', role, what), ('every', 'both', what))
+        key = next((k for k in candidates if k in known), None)
         reason = known.get(key)
         FIDELITY_ROWS_SEEN.add(key)
         if reason is None:
             unexplained.append('%s %s %s: Docker %r, operator %r' % (contract, role, what, docker_value, operator_value))
-        lines.append('   | %-6s | %-34s | %-28s | %-28s | %s' % (role, what, docker_value[:28], operator_value[:28],
-                                                                   (reason or 'UNEXPLAINED')[:70]))
+        lines.append('   | %-6s | %-34s | %-28s | %-28s | %s'
+                     % (role, what, docker_value[:28], operator_value[:28], (reason or 'UNEXPLAINED')[:70]))
     say('   contract fidelity, %s: %d differences between the Docker path and the operator\'s pods, %d unexplained'
         % (contract, len(rows), len(unexplained)))
     say('   | %-6s | %-34s | %-28s | %-28s | %s' % ('rank', 'what', 'Docker path', 'operator', 'why (docs/contracts.md)'))
@@ -778,9 +790,7 @@ def check_operator_groups(label, contract, groups):
                   '%s: pod %s scheduler %s' % (label, pod['metadata']['name'], pod['spec'].get('schedulerName')))
             if RACK:
                 racks.setdefault(group, set()).add(rack_of[pod['spec']['nodeName']])
-    for group, where in racks.items():
-        check(len(where) == 1, '%s: group %s spans racks %s' % (label, group, sorted(where)))
-    check(len({next(iter(r)) for r in racks.values()}) == len(racks), '%s: two groups share a rack: %s' % (label, racks))
+    check_racks(label, racks)
     SUMMARY['groups_ready'][label] = len(groups)
     say('   %s: %d NIMServices Ready, each on a NIMCache Ready before it was applied (profile standin-tp8-pp2-bf16 '
         'of two), LeaderWorkerSet size 2, pods Running and Ready, default scheduler, one rack each (%s)'
@@ -997,13 +1007,7 @@ def stage_operator(tmp):
 
         no_key_anywhere(label, plays)
         say('== %s: teardown while the operator runs' % label)
-        foreign = [
-            {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'team-config', 'namespace': NS},
-             'data': {'owner': 'another team'}},
-            {'apiVersion': 'leaderworkerset.x-k8s.io/v1', 'kind': 'LeaderWorkerSet',
-             'metadata': {'name': 'team-lws', 'namespace': NS},
-             'spec': {'replicas': 1, 'leaderWorkerTemplate': {'size': 1, 'workerTemplate': {'spec': {
-                 'containers': [{'name': 'c', 'image': 'team/app:1'}]}}}}},
+        foreign = FOREIGN + [
             {'apiVersion': 'apps.nvidia.com/v1alpha1', 'kind': 'NIMService',
              'metadata': {'name': 'team-nim', 'namespace': NS},
              'spec': {'image': {'repository': 'nvcr.io/nim/team/model', 'tag': '1.0.0'}, 'authSecret': 'team-ngc',

@@ -443,7 +443,6 @@ class EgressHandler(socketserver.StreamRequestHandler):
         splice(self.connection, upstream)
         pump.join(60)
 
-
     def kubelet(self) -> None:
         """One request to a fake node's kubelet, over TLS inside the tunnel: a container's log."""
         self.wfile.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
