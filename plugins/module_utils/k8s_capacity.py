@@ -11,7 +11,9 @@ deployment group, the nodes that can take one rank are counted: Ready and schedu
 matching the group's node selector, every NoSchedule / NoExecute taint tolerated, and enough
 allocatable GPUs left after the requests of the pods already bound there (pods of the group
 itself excepted: a re-run replaces them). With exclusive topology every LWS group must fit inside
-one domain of the topology label, and each domain holds one group.
+one domain of the topology label, and each domain holds one group: LWS keeps a group's pods out of
+a domain where any pod of another LWS group runs (anti-affinity on the group-key label, whatever
+made that LeaderWorkerSet), so such a domain is not free either.
 
 No Ansible imports: the module nim_k8s_capacity is a thin wrapper.
 """
@@ -23,6 +25,7 @@ import re
 
 GPU_RESOURCE = 'nvidia.com/gpu'
 LWS_NAME_LABEL = 'leaderworkerset.sigs.k8s.io/name'
+LWS_GROUP_KEY_LABEL = 'leaderworkerset.sigs.k8s.io/group-key'
 _BLOCKING_EFFECTS = ('NoSchedule', 'NoExecute')
 _DONE_PHASES = ('Succeeded', 'Failed')
 _SUFFIXES = {'': 1, 'k': 10 ** 3, 'M': 10 ** 6, 'G': 10 ** 9, 'Ki': 2 ** 10, 'Mi': 2 ** 20, 'Gi': 2 ** 30}
@@ -155,6 +158,27 @@ def _planned_pods(groups):
     return is_planned
 
 
+def _domains_of_other_groups(pods, nodes, topology_key, skip):
+    """{domain: 'namespace/name' of a LeaderWorkerSet} for each domain of ``topology_key`` where a
+    running pod of an LWS group that ``skip`` does not except is bound."""
+    domain_of = {}
+    for node in nodes:
+        metadata = node.get('metadata') or {}
+        domain = (metadata.get('labels') or {}).get(topology_key)
+        if domain is not None:
+            domain_of[metadata.get('name')] = domain
+    held = {}
+    for pod in pods:
+        metadata = pod.get('metadata') or {}
+        labels = metadata.get('labels') or {}
+        node = (pod.get('spec') or {}).get('nodeName')
+        if (LWS_GROUP_KEY_LABEL not in labels or node not in domain_of or skip(pod)
+                or (pod.get('status') or {}).get('phase') in _DONE_PHASES):
+            continue
+        held.setdefault(domain_of[node], '%s/%s' % (metadata.get('namespace'), labels.get(LWS_NAME_LABEL, '?')))
+    return held
+
+
 def check_group(group, nodes, pods, resource=GPU_RESOURCE, reserved=None, taken_domains=None, skip=None):
     """One deployment group against the cluster: a dict with the counts and ``errors`` (strings).
 
@@ -178,8 +202,14 @@ def check_group(group, nodes, pods, resource=GPU_RESOURCE, reserved=None, taken_
         used[node] = used.get(node, 0) + gpus
     assessed = assess_nodes(nodes, used, per_rank, group.get('node_selector'), group.get('tolerations'), resource)
     taken = taken_domains.get(topology_key, set()) if topology_key else set()
+    held = _domains_of_other_groups(pods, nodes, topology_key, skip or _planned_pods([group])) if topology_key else {}
     for node in assessed:
-        if node['fits'] and topology_key and node['labels'].get(topology_key) in taken:
+        domain = node['labels'].get(topology_key) if topology_key else None
+        if node['fits'] and domain in held:
+            node['fits'] = False
+            node['reason'] = ('its %s domain runs pods of LeaderWorkerSet %s, which exclusive topology keeps '
+                              'other groups away from' % (topology_key, held[domain]))
+        elif node['fits'] and topology_key and domain in taken:
             node['fits'] = False
             node['reason'] = 'its %s domain is taken by a group placed before' % topology_key
         elif not node['fits'] and reserved.get(node['name']):

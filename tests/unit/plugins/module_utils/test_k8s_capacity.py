@@ -168,6 +168,27 @@ def test_exclusive_topology_gives_each_group_a_domain_of_its_own():
     assert 'b1: 0 of 8 nvidia.com/gpu free (8 taken by groups placed before)' in errors[0]
 
 
+def test_exclusive_topology_keeps_off_a_domain_where_another_leaderworkerset_runs():
+    # Found live: a LeaderWorkerSet of someone else's (no GPUs) on rack a; LWS's exclusive-topology
+    # anti-affinity keeps a group's leader out of that rack, so the group needs rack b alone.
+    other = {'leaderworkerset.sigs.k8s.io/name': 'team-lws', 'leaderworkerset.sigs.k8s.io/group-key': 'f00d'}
+    listing = kubectl_list(node('a1', labels={RACK: 'a'}), node('a2', labels={RACK: 'a'}),
+                           node('b1', labels={RACK: 'b'}), node('b2', labels={RACK: 'b'}),
+                           pod('team-lws-0', 'a1', namespace='nim', labels=other))
+    _reports, errors = _check([group('alpha', topology_key=RACK), group('beta', topology_key=RACK)], listing)
+    assert len(errors) == 1 and errors[0].startswith("group ")
+    assert ('a1: its %s domain runs pods of LeaderWorkerSet nim/team-lws, which exclusive topology keeps other '
+            'groups away from' % RACK) in errors[0]
+    assert _check([group('alpha', topology_key=RACK)], listing)[1] == []
+    # Without exclusive topology the pod takes no GPU and nothing else.
+    assert _check([group('alpha'), group('beta')], listing)[1] == []
+    # A finished pod of that LeaderWorkerSet holds nothing.
+    done = kubectl_list(node('a1', labels={RACK: 'a'}), node('a2', labels={RACK: 'a'}),
+                        node('b1', labels={RACK: 'b'}), node('b2', labels={RACK: 'b'}),
+                        pod('team-lws-0', 'a1', namespace='nim', labels=other, phase='Succeeded'))
+    assert _check([group('alpha', topology_key=RACK), group('beta', topology_key=RACK)], done)[1] == []
+
+
 def test_the_running_pods_of_every_planned_group_are_not_counted_on_a_rerun():
     # Both groups already run on the four nodes; a re-run replaces or keeps them, so they fit.
     listing = kubectl_list(node('gpu-a'), node('gpu-b'), node('gpu-c'), node('gpu-d'),
