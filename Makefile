@@ -9,7 +9,7 @@ COLLECTION_LINK := build/collections/ansible_collections/nimstack/multinode
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: test static labs deps link lint units k8s build-check sanity bad-inputs molecule molecule-nvidia molecule-others lab-test standin-test docker-path-test contracts-test docs-check awx-test doctor-test security-test supervisor-test rollout-test security-rollout-test k8s-cluster k8s-cluster-down k8s-live-test lab lab-down clean
+.PHONY: test static labs deps link lint units k8s build-check sanity bad-inputs molecule molecule-nvidia molecule-others lab-test standin-test docker-path-test contracts-test docs-check awx-test doctor-test security-test supervisor-test rollout-test security-rollout-test k8s-cluster k8s-cluster-down k8s-live-test k8s-live-lws-test k8s-live-operator-test lab lab-down clean
 
 test: deps static labs
 
@@ -163,6 +163,15 @@ k8s-cluster-down:
 # docs/testing.md): install, deploy, re-run, change, refuse, tear down.
 k8s-live-test: deps
 	scripts/test-k8s-live.sh
+
+# make test runs the live stage as two, each on a cluster of its own, in two streams: the LWS
+# stages, and the NIM Operator's (a second state directory and port range; its webhook keeps :9443).
+k8s-live-lws-test: deps
+	LIVE_ONLY=stage_refusals,stage_lws,stage_helm,stage_finalizer scripts/test-k8s-live.sh
+
+k8s-live-operator-test: deps
+	LIVE_ONLY=stage_operator NIMSTACK_K8S_STATE=$(CURDIR)/build/k8s-operator NIMSTACK_K8S_PORT_BASE=16460 \
+	  NIMSTACK_LIVE_LOGS=$(CURDIR)/build/k8s-live-operator scripts/test-k8s-live.sh
 
 # The main job: site.yml on a 3-host lab to a serving endpoint (scripts/lab/rollout.sh).
 lab: deps

@@ -7,10 +7,16 @@
 #   NIMSTACK_LIVE_KUBECONFIG=~/.kube/config NIMSTACK_LIVE_STORAGE_CLASS=nfs-rwx scripts/test-k8s-live.sh
 #       against one's own cluster instead (docs/testing.md): no cluster is started, LWS is used as
 #       installed, and only the stages that change nothing but their own namespace run.
+#   LIVE_ONLY=stage_operator NIMSTACK_K8S_STATE=build/k8s-operator NIMSTACK_K8S_PORT_BASE=16460 \
+#     NIMSTACK_LIVE_LOGS=build/k8s-live-operator scripts/test-k8s-live.sh
+#       some stages only, on a second cluster beside the first (make test runs the operator stage so).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 python=$repo/.venv/bin/python
+state=$(realpath -m "${NIMSTACK_K8S_STATE:-$repo/build/k8s}")
+logs=$(realpath -m "${NIMSTACK_LIVE_LOGS:-$repo/build/k8s-live}")
+export NIMSTACK_K8S_STATE=$state NIMSTACK_LIVE_LOGS=$logs
 t=$SECONDS
 
 if [[ -n ${NIMSTACK_LIVE_KUBECONFIG:-} ]]; then
@@ -32,10 +38,10 @@ rc=0
 if ((rc != 0)); then
   # The cluster's own logs (API server, controllers, the LWS controller, the agent) go with the
   # stage's: build/k8s is removed below.
-  cp -r build/k8s/logs build/k8s-live/cluster-logs 2>/dev/null || true
+  cp -r "$state/logs" "$logs/cluster-logs" 2>/dev/null || true
 fi
 scripts/k8s/cluster.sh down
-left=$(pgrep -af -- "$repo/build/k8s" || true)
+left=$(pgrep -af -- "$state/" || true)
 if [[ -n $left ]]; then
   echo "test-k8s-live.sh: processes of the cluster are left:" >&2
   echo "$left" >&2
@@ -47,7 +53,7 @@ if [[ -n $stray ]]; then
   echo "$stray" >&2
   rc=1
 fi
-[[ -d build/k8s ]] && { echo "test-k8s-live.sh: build/k8s is left" >&2; rc=1; }
+[[ -d $state ]] && { echo "test-k8s-live.sh: $state is left" >&2; rc=1; }
 if ((rc == 0)); then
   echo "test-k8s-live.sh: passed in $((SECONDS - t)) s; no process and no file of the cluster left"
 fi
