@@ -940,8 +940,11 @@ def stage_operator(tmp):
         why = ('%s not built: scripts/k8s/build.sh had no source for it (NIMSTACK_NIM_OPERATOR_SRC, '
                'NIMSTACK_LWS_SRC; see docs/testing.md)' % ' and '.join(missing))
         for contract in OPERATOR_GROUPS:
-            for scenario in ('deploy', 'contract fidelity', 're-run', 'teardown'):
+            for scenario in ('deploy', 'contract fidelity', 're-run', 'teardown') + (
+                    ('check-diff', 'change') if contract == 'mpi' else ()):
                 SUMMARY['not_run']['operator %s %s' % (contract, scenario)] = why
+        for scenario in ('operator upgrade', 'operator features'):
+            SUMMARY['not_run'][scenario] = why
         say('== operator: NOT RUN (%d scenarios: %s): %s' % (len(SUMMARY['not_run']), ', '.join(SUMMARY['not_run']), why))
         return
     if OWN:
