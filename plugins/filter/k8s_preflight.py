@@ -1,14 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, nimstack maintainers
 # SPDX-License-Identifier: Apache-2.0
-"""Filters k8s_groups, k8s_problems and k8s_capacity_groups of the role nim_k8s (docs in the .yml files)."""
+"""Filters k8s_groups, k8s_problems, k8s_capacity_groups and k8s_group_specs of the role nim_k8s (docs in the .yml files)."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.nimstack.multinode.plugins.module_utils import k8s_preflight
+from ansible_collections.nimstack.multinode.plugins.module_utils import k8s_objects, k8s_preflight
 
 
 def _plan(name, plan):
@@ -36,10 +36,18 @@ def k8s_capacity_groups(plan, settings):
     return k8s_preflight.capacity_groups(_plan('k8s_capacity_groups', plan), _settings('k8s_capacity_groups', settings))
 
 
+def k8s_group_specs(plan, settings):
+    try:
+        return k8s_objects.group_specs(_plan('k8s_group_specs', plan), _settings('k8s_group_specs', settings))
+    except k8s_objects.K8sObjectsError as exc:
+        raise AnsibleFilterError('k8s_group_specs: %s' % exc)
+
+
 class FilterModule(object):
     def filters(self):
         return {
             'k8s_groups': k8s_groups,
             'k8s_problems': k8s_problems,
             'k8s_capacity_groups': k8s_capacity_groups,
+            'k8s_group_specs': k8s_group_specs,
         }

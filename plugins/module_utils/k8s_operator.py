@@ -12,7 +12,7 @@ usual label, ``nvidia.com/gpu.present: "true"``, is one of them. So every key an
 would not read back as the same string is handed over already quoted: the template then writes a
 double-quoted YAML scalar, which is the string again.
 
-No Ansible imports: the filter k8s_operator_labels is a thin wrapper.
+No Ansible imports: module_utils/k8s_objects.py writes the NIMService's node selector with it.
 """
 
 from __future__ import absolute_import, division, print_function

@@ -4,10 +4,6 @@
 import pytest
 import yaml
 
-from ansible.errors import AnsibleFilterError
-
-from ansible_collections.nimstack.multinode.plugins.filter.k8s_operator import k8s_operator_labels
-
 from ansible_collections.nimstack.multinode.plugins.module_utils.k8s_operator import (
     template_safe, template_safe_labels)
 
@@ -36,8 +32,3 @@ def test_keys_and_values_both_survive_and_the_gpu_operator_label_first_of_all():
     assert template_safe_labels(labels) == {'nvidia.com/gpu.present': '"true"', '"on"': 'rack-a', 'pool': '"8"'}
     expected = {'nvidia.com/gpu.present': 'true', 'on': 'rack-a', 'pool': '8'}
     assert _through_the_template(template_safe_labels(labels)) == expected
-
-
-def test_the_filter_refuses_a_non_mapping():
-    with pytest.raises(AnsibleFilterError, match='mapping'):
-        k8s_operator_labels(['a'])

@@ -1,0 +1,488 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, nimstack maintainers
+# SPDX-License-Identifier: Apache-2.0
+"""The Kubernetes objects of every deployment group, built from the plan and the role's settings.
+
+The role nim_k8s applies what group_specs() returns and checks what is there; it builds no object
+itself. Per group: the objects in the order they are applied (the claim, the NIMCache, the
+NIMService, the MPI ConfigMaps, the LeaderWorkerSet and its Service, whichever the backend and the
+launch need; docs/contracts.md), and the names and numbers the role's waits and clean-up read.
+
+The paths in the containers come from the plan's launch mounts (nim_plan): the model store, the
+MPI hostfile, the SSH key and client configuration and the workers' host key are mounted where the
+Docker path mounts them, so that one table says where a rank finds each of them.
+
+Values are written as the API server returns them (quantities as strings, int-or-string fields as
+numbers where whole), so that a re-apply finds nothing to change. No Ansible imports: the filter
+k8s_group_specs is a thin wrapper.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import hashlib
+import math
+import posixpath
+import re
+
+from ansible_collections.nimstack.multinode.plugins.module_utils.k8s_operator import template_safe_labels
+
+# The role's settings the objects read, with the role's defaults (roles/nim_k8s/defaults/main.yml).
+SETTING_DEFAULTS = {
+    'nim_k8s_backend': 'nim_operator',
+    'nim_k8s_auth_secret': 'ngc-api-key',
+    'nim_k8s_pull_secret': 'ngc-registry',
+    'nim_k8s_storage': 'pvc',
+    'nim_k8s_pvc_name': '',
+    'nim_k8s_storage_class': '',
+    'nim_k8s_storage_size': '1Ti',
+    'nim_k8s_storage_access_mode': 'ReadWriteMany',
+    'nim_k8s_cache_profiles': [],
+    'nim_k8s_node_selector': {'nvidia.com/gpu.present': 'true'},
+    'nim_k8s_tolerations': [{'key': 'nvidia.com/gpu', 'operator': 'Exists', 'effect': 'NoSchedule'}],
+    'nim_k8s_scheduler': 'default',
+    'nim_k8s_volcano_queue': '',
+    'nim_k8s_kai_queue': '',
+    'nim_k8s_exclusive_topology': '',
+    'nim_k8s_resources': {},
+    'nim_k8s_restart_policy': 'RecreateGroupOnPodRestart',
+    'nim_k8s_rollout_max_unavailable': 1,
+    'nim_k8s_rollout_max_surge': 0,
+    'nim_k8s_rollout_partition': 0,
+    'nim_k8s_priority_class': '',
+    'nim_k8s_service_monitor': {},
+    'nim_k8s_router': {},
+    'nim_k8s_compute_domain': '',
+    'nim_k8s_image_pull_policy': 'IfNotPresent',
+    'nim_k8s_user_id': 1000,
+    'nim_k8s_group_id': 2000,
+    'nim_k8s_service_type': 'ClusterIP',
+    'nim_k8s_startup_timeout': 0,
+    'nim_k8s_probe_period': 10,
+    'nim_k8s_mpi_start_script': '',
+}
+
+# The pod templates' schedulerName by nim_k8s_scheduler (docs/contracts.md, gang scheduling).
+SCHEDULER_NAMES = {'volcano': 'volcano', 'kai': 'kai-scheduler'}
+# Env the NIM Operator sets itself on multi-node pods (docs/contracts.md); a NIMService carries only
+# what the plan adds beyond it (network profile, logging, extra env).
+OPERATOR_ENV = frozenset((
+    'NIM_MPI_ALLOW_RUN_AS_ROOT', 'NIM_NUM_COMPUTE_NODES', 'NIM_MULTI_NODE', 'NIM_TENSOR_PARALLEL_SIZE',
+    'NIM_PIPELINE_PARALLEL_SIZE', 'NIM_NODE_RANK', 'NIM_LEADER_ROLE', 'OMPI_MCA_orte_keep_fqdn_hostnames',
+    'OMPI_MCA_plm_rsh_args', 'GPUS_PER_NODE', 'CLUSTER_START_TIMEOUT', 'CLUSTER_SIZE', 'GROUP_INDEX',
+    'LEADER_NAME', 'NAMESPACE', 'LWS_NAME', 'NIM_CACHE_PATH', 'NIM_SERVER_PORT', 'NIM_HTTP_API_PORT',
+    'NGC_API_KEY'))
+# A large model needs its MPI start timeout to gather the ranks and then this long to load the
+# weights; the startup probe allows both before the kubelet restarts the leader (seconds).
+LOAD_TIME = 1800
+SHM_MOUNT = '/dev/shm'
+# The Ray contract's worker has no HTTP endpoint; `ray status` tells whether it joined the head.
+RAY_WORKER_PROBE = {'exec': {'command': ['/bin/sh', '-c', 'ray status']},
+                    'initialDelaySeconds': 30, 'periodSeconds': 10, 'timeoutSeconds': 5, 'failureThreshold': 3}
+_WHOLE = re.compile(r'^[0-9]+$')
+
+
+class K8sObjectsError(Exception):
+    """A group or a setting the objects cannot be built from."""
+
+
+def _int(value):
+    """A whole number as Jinja's int filter reads it (0 where it reads none)."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        try:
+            return int(float(value))
+        except (TypeError, ValueError):
+            return 0
+
+
+def quantities(resources, name):
+    """Resource quantities as the API server returns them: every value a string."""
+    if not isinstance(resources, dict):
+        raise K8sObjectsError('%s must be a mapping of resource names to quantities, got %s'
+                              % (name, type(resources).__name__))
+    out = {}
+    for key, value in resources.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise K8sObjectsError('%s: %s=%r is not a quantity (a number or a string such as 500m or 64Gi)'
+                                  % (name, key, value))
+        out[key] = str(value)
+    return out
+
+
+def _int_or_percent(value):
+    """LWS's int-or-string: a whole number as a number, a percentage as the string."""
+    return int(value) if _WHOLE.match(str(value)) else value
+
+
+def _settings(settings):
+    merged = dict(SETTING_DEFAULTS)
+    merged.update((k, v) for k, v in (settings or {}).items() if k in SETTING_DEFAULTS)
+    return merged
+
+
+def _mount_targets(group):
+    """Where the ranks find each file of the launch (nim_plan's launch mounts): {path or base: target}."""
+    targets = {}
+    for mount in (group.get('launch') or {}).get('mounts') or []:
+        targets[mount.get('path') or mount['base']] = mount['target']
+    return targets
+
+
+class _Group(object):
+    """One group's names and the parts its objects share."""
+
+    def __init__(self, group, s):
+        self.group = group
+        self.s = s
+        k8s = group['k8s']
+        self.name = k8s['name']
+        self.namespace = k8s['namespace']
+        self.layout = group['layout']
+        self.api_port = _int(group['ports']['api'])
+        launch = group.get('launch') or {}
+        self.ssh_mesh = bool(launch.get('ssh_mesh'))
+        self.hostfile = bool(launch.get('hostfile'))
+        self.script = self.hostfile and len(s['nim_k8s_mpi_start_script']) > 0
+        self.cache_name = '%s-%s' % (self.name, hashlib.sha256(group['image'].encode('utf-8')).hexdigest()[:10])
+        self.pvc = s['nim_k8s_pvc_name'] or self.name + '-model-store'
+        self.service = self.name + '-api'
+        self.ssh_secret = self.name + '-ssh-pk'
+        # Where the ranks find the SSH key Secret's entries (its known_hosts and client configuration
+        # name them there); empty where the launch needs no SSH trust.
+        self.ssh_key_dir = posixpath.dirname(_mount_targets(group).get('private.key', ''))
+        self.labels = {
+            'app.kubernetes.io/name': 'nim',
+            'app.kubernetes.io/instance': self.name,
+            'app.kubernetes.io/part-of': 'nimstack',
+            'app.kubernetes.io/managed-by': 'nimstack.multinode',
+            'nimstack.multinode/group': group['name'],
+        }
+        scheduler = s['nim_k8s_scheduler']
+        self.scheduler_name = SCHEDULER_NAMES.get(scheduler, '')
+        # KAI reads the queue from the workload's labels; the pods carry it too.
+        self.workload_labels = {'kai.scheduler/queue': s['nim_k8s_kai_queue']} if scheduler == 'kai' else {}
+        # On the LeaderWorkerSet (the NIMService's spec.annotations, which the operator puts on the
+        # LeaderWorkerSet it builds). LWS copies volcano.sh/ annotations and the queue to the PodGroup.
+        self.workload_annotations = {}
+        if scheduler == 'volcano' and s['nim_k8s_volcano_queue']:
+            self.workload_annotations['scheduling.volcano.sh/queue-name'] = s['nim_k8s_volcano_queue']
+        if s['nim_k8s_exclusive_topology']:
+            self.workload_annotations['leaderworkerset.sigs.k8s.io/exclusive-topology'] = s['nim_k8s_exclusive_topology']
+        timeout = _int(s['nim_k8s_startup_timeout'])
+        self.startup_budget = timeout if timeout > 0 else _int(self.layout.get('mpi_start_timeout')) + LOAD_TIME
+        self.probes = self._probes()
+
+    def metadata(self, name, labels=None):
+        return {'name': name, 'namespace': self.namespace, 'labels': dict(labels or self.labels)}
+
+    def _probes(self):
+        period = _int(self.s['nim_k8s_probe_period'])
+
+        def http(path, seconds, failures):
+            return {'httpGet': {'path': path, 'port': self.api_port}, 'periodSeconds': seconds,
+                    'timeoutSeconds': 5, 'failureThreshold': failures}
+        return {'startup': http('/v1/health/ready', period, int(math.ceil(self.startup_budget / float(period)))),
+                'readiness': http('/v1/health/ready', 10, 3),
+                'liveness': http('/v1/health/live', 30, 3)}
+
+    def limits(self, rank):
+        merged = {'nvidia.com/gpu': _int(self.layout['gpus_per_rank'])}
+        merged.update(rank.get('resources') or {})
+        merged.update(self.s['nim_k8s_resources'].get('limits') or {})
+        return quantities(merged, 'nim_k8s_resources.limits')
+
+    def requests(self):
+        return quantities(self.s['nim_k8s_resources'].get('requests') or {}, 'nim_k8s_resources.requests')
+
+    def shm_size(self):
+        return '%sGi' % (self.group['settings']['nim_shm_size_gb'],)
+
+
+def _pvc(g):
+    s = g.s
+    spec = {'accessModes': [s['nim_k8s_storage_access_mode']],
+            'resources': {'requests': {'storage': str(s['nim_k8s_storage_size'])}}}
+    if s['nim_k8s_storage_class']:
+        spec['storageClassName'] = s['nim_k8s_storage_class']
+    return {'apiVersion': 'v1', 'kind': 'PersistentVolumeClaim', 'metadata': g.metadata(g.pvc), 'spec': spec}
+
+
+def _nimcache(g):
+    """Downloads the model once into ReadWriteMany storage that every rank of the group mounts."""
+    s = g.s
+    if s['nim_k8s_cache_profiles']:
+        model = {'profiles': s['nim_k8s_cache_profiles']}
+    else:
+        model = {'tensorParallelism': str(g.layout['tensor_parallel'])}
+        if g.layout.get('precision'):
+            model['precision'] = g.layout['precision']
+    pvc = {'create': True, 'size': str(s['nim_k8s_storage_size']), 'volumeAccessMode': s['nim_k8s_storage_access_mode']}
+    if s['nim_k8s_storage_class']:
+        pvc['storageClass'] = s['nim_k8s_storage_class']
+    return {
+        'apiVersion': 'apps.nvidia.com/v1alpha1', 'kind': 'NIMCache', 'metadata': g.metadata(g.cache_name),
+        'spec': {
+            'source': {'ngc': {'modelPuller': g.group['image'], 'pullSecret': s['nim_k8s_pull_secret'],
+                               'authSecret': s['nim_k8s_auth_secret'], 'model': model}},
+            'storage': {'pvc': pvc},
+            'userID': _int(s['nim_k8s_user_id']), 'groupID': _int(s['nim_k8s_group_id']),
+            'nodeSelector': s['nim_k8s_node_selector'], 'tolerations': s['nim_k8s_tolerations'],
+        },
+    }
+
+
+def _nimservice(g):
+    """The operator builds the LeaderWorkerSet, hostfile, SSH key and Service from this
+    (docs/contracts.md, NIMService). spec.multiNode carries mpi or ray, never both; autoscaling
+    stays off (the planner refuses it)."""
+    s = g.s
+    group = g.group
+    leader = group['ranks'][0]
+    layout = g.layout
+    multinode = {'backendType': 'lws',
+                 'parallelism': {'tensor': _int(layout['tensor_parallel']), 'pipeline': _int(layout['pipeline_parallel'])}}
+    # The key of spec.multiNode that runs the group's launch is the plan's launch data (preflight
+    # refuses a launch without one).
+    launcher = group['launch']['operator_multinode']
+    if launcher == 'mpi':
+        multinode['mpi'] = {'mpiStartTimeout': _int(layout['mpi_start_timeout'])}
+    elif launcher == 'ray':
+        multinode['ray'] = {'rayPort': _int(group['ports'].get('ray', 0))}
+    else:
+        raise K8sObjectsError("group '%s': its launch has no spec.multiNode key for a NIMService" % group['name'])
+    domain = s['nim_k8s_compute_domain']
+    if domain:
+        multinode['computeDomain'] = {'create': True} if domain == 'create' else {'create': False, 'name': domain}
+    expose = {'service': {'type': s['nim_k8s_service_type'], 'port': g.api_port}}
+    if s['nim_k8s_router']:
+        expose['router'] = s['nim_k8s_router']
+    if s['nim_k8s_storage'] == 'nimcache':
+        storage = {'nimCache': {'name': g.cache_name}}
+    elif s['nim_k8s_pvc_name']:
+        storage = {'pvc': {'name': s['nim_k8s_pvc_name']}}
+    else:
+        # The operator creates the claim; every rank mounts it, hence ReadWriteMany.
+        storage = {'pvc': {'create': True, 'name': g.pvc, 'size': str(s['nim_k8s_storage_size']),
+                           'volumeAccessMode': s['nim_k8s_storage_access_mode']}}
+        if s['nim_k8s_storage_class']:
+            storage['pvc']['storageClass'] = s['nim_k8s_storage_class']
+    storage['sharedMemorySizeLimit'] = g.shm_size()
+    resources = {'limits': g.limits(leader)}
+    if 'requests' in s['nim_k8s_resources']:
+        resources['requests'] = g.requests()
+    spec = {}
+    if g.scheduler_name:
+        spec['schedulerName'] = g.scheduler_name
+    if s['nim_k8s_priority_class']:
+        spec['priorityClassName'] = s['nim_k8s_priority_class']
+    # The operator puts these on the LeaderWorkerSet (and its pods) it builds from the NIMService.
+    if g.workload_annotations:
+        spec['annotations'] = dict(g.workload_annotations)
+    if g.workload_labels:
+        spec['labels'] = dict(g.workload_labels)
+    spec.update({
+        'image': {'repository': group['operator_image']['repository'], 'tag': group['operator_image']['tag'],
+                  'pullPolicy': s['nim_k8s_image_pull_policy'], 'pullSecrets': [s['nim_k8s_pull_secret']]},
+        'authSecret': s['nim_k8s_auth_secret'],
+        'storage': storage,
+        'replicas': _int(group['k8s']['replicas']),
+        'resources': resources,
+    })
+    env = [e for e in leader['env_list'] if 'value' in e and e['name'] not in OPERATOR_ENV]
+    if env:
+        spec['env'] = env
+    spec.update({
+        # The operator writes the node selector into its pod templates unquoted: values such as
+        # 'true' are handed over quoted so that they come back as strings (module_utils/k8s_operator.py).
+        'nodeSelector': template_safe_labels(s['nim_k8s_node_selector']),
+        'tolerations': s['nim_k8s_tolerations'],
+        'userID': _int(s['nim_k8s_user_id']),
+        'groupID': _int(s['nim_k8s_group_id']),
+        'expose': expose,
+    })
+    if s['nim_k8s_service_monitor']:
+        spec['metrics'] = {'enabled': True, 'serviceMonitor': s['nim_k8s_service_monitor']}
+    spec.update({
+        'startupProbe': {'enabled': True, 'probe': g.probes['startup']},
+        'readinessProbe': {'enabled': True, 'probe': g.probes['readiness']},
+        'livenessProbe': {'enabled': True, 'probe': g.probes['liveness']},
+        'multiNode': multinode,
+    })
+    return {'apiVersion': 'apps.nvidia.com/v1alpha1', 'kind': 'NIMService', 'metadata': g.metadata(g.name), 'spec': spec}
+
+
+def _mpi_config(g):
+    """The leader of LWS group i mounts <hostfile directory>/hostfile-<i> (docs/contracts.md)."""
+    hostfiles = g.group['k8s']['hostfiles']
+    return {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': g.metadata(g.name + '-mpi-config'),
+            'data': dict((key, '\n'.join(hostfiles[key]) + '\n') for key in sorted(hostfiles, key=str.lower))}
+
+
+def _mpi_start_script(g):
+    return {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': g.metadata(g.name + '-mpi-start-script'),
+            'data': {'start-mpi-cluster.sh': g.s['nim_k8s_mpi_start_script']}}
+
+
+def _volumes(g):
+    """(leader volumes, leader mounts, worker volumes, worker mounts), at the launch mounts' targets."""
+    targets = _mount_targets(g.group)
+    volumes = [{'name': 'model-store', 'persistentVolumeClaim': {'claimName': g.pvc}},
+               {'name': 'dshm', 'emptyDir': {'medium': 'Memory', 'sizeLimit': g.shm_size()}}]
+    mounts = [{'name': 'model-store', 'mountPath': targets['cache']},
+              {'name': 'dshm', 'mountPath': SHM_MOUNT}]
+    leader_volumes, leader_mounts = list(volumes), list(mounts)
+    worker_volumes, worker_mounts = list(volumes), list(mounts)
+    if g.hostfile:
+        leader_volumes.append({'name': 'mpi-config', 'configMap': {'name': g.name + '-mpi-config', 'defaultMode': 0o555}})
+        leader_mounts.append({'name': 'mpi-config', 'mountPath': posixpath.dirname(targets['hostfile'])})
+    if g.ssh_mesh:
+        pk_volume = {'name': 'ssh-pk', 'secret': {'secretName': g.ssh_secret, 'defaultMode': 0o400}}
+        # The Secret's entries (the key, known_hosts, the client configuration) where the key goes.
+        pk_mount = {'name': 'ssh-pk', 'mountPath': g.ssh_key_dir}
+        ssh_dir = {'name': 'ssh-dotfiles', 'mountPath': posixpath.dirname(targets['ssh_config'])}
+        # The client configuration pins the workers' host key (the Secret's known_hosts); the workers serve it.
+        ssh_config = {'name': 'ssh-pk', 'mountPath': targets['ssh_config'], 'subPath': 'config'}
+        host_key = targets['ssh_host_ed25519_key']
+        leader_volumes += [{'name': 'ssh-dotfiles', 'emptyDir': {}}, pk_volume]
+        leader_mounts += [ssh_dir, pk_mount, ssh_config]
+        worker_volumes += [{'name': 'ssh-confs', 'emptyDir': {}}, {'name': 'ssh-dotfiles', 'emptyDir': {}}, pk_volume]
+        worker_mounts += [{'name': 'ssh-confs', 'mountPath': posixpath.dirname(host_key)},
+                          {'name': 'ssh-pk', 'mountPath': host_key, 'subPath': posixpath.basename(host_key)},
+                          ssh_dir, pk_mount, ssh_config]
+    if g.script:
+        script = [{'name': 'start-mpi-script', 'configMap': {'name': g.name + '-mpi-start-script', 'defaultMode': 0o555}}]
+        script_mount = [{'name': 'start-mpi-script', 'mountPath': '/opt/nim/start-mpi-cluster.sh',
+                         'subPath': 'start-mpi-cluster.sh'}]
+        leader_volumes += script
+        worker_volumes += script
+        leader_mounts += script_mount
+        worker_mounts += script_mount
+    return leader_volumes, leader_mounts, worker_volumes, worker_mounts
+
+
+def _pod_spec(g, container, volumes):
+    s = g.s
+    spec = {}
+    if g.scheduler_name:
+        spec['schedulerName'] = g.scheduler_name
+    if s['nim_k8s_priority_class']:
+        spec['priorityClassName'] = s['nim_k8s_priority_class']
+    gid = _int(s['nim_k8s_group_id'])
+    spec.update({
+        'securityContext': {'runAsUser': _int(s['nim_k8s_user_id']), 'runAsGroup': gid, 'fsGroup': gid},
+        'imagePullSecrets': [{'name': s['nim_k8s_pull_secret']}],
+        'nodeSelector': s['nim_k8s_node_selector'],
+        'tolerations': s['nim_k8s_tolerations'],
+        'containers': [container],
+        'volumes': volumes,
+    })
+    return spec
+
+
+def _container(g, name, rank, ports, mounts):
+    s = g.s
+    container = {'name': name, 'image': g.group['image'], 'imagePullPolicy': s['nim_k8s_image_pull_policy']}
+    if rank['command']:
+        container['args'] = rank['command']
+    ngc_env = {'name': 'NGC_API_KEY', 'valueFrom': {'secretKeyRef': {'name': s['nim_k8s_auth_secret'], 'key': 'NGC_API_KEY'}}}
+    container['env'] = list(rank['env_list']) + [ngc_env]
+    if ports:
+        container['ports'] = ports
+    resources = {'limits': g.limits(rank), 'requests': g.requests()}
+    container['resources'] = dict((k, v) for k, v in resources.items() if v != {})
+    container['volumeMounts'] = mounts
+    return container
+
+
+def _leaderworkerset(g):
+    """What the NIM Operator would build for a multi-node NIMService, written by us (docs/contracts.md):
+    one LWS group of `size` pods per replica, leader = worker index 0, env and args from the plan."""
+    s = g.s
+    group = g.group
+    ranks = group['ranks']
+    leader, worker = ranks[0], ranks[1] if len(ranks) > 1 else ranks[0]
+    ports = [{'name': name, 'containerPort': _int(number), 'protocol': 'TCP'}
+             for name, number in sorted(group['ports'].items(), key=lambda item: item[0].lower())]
+    # The leader serves the API (and the Ray head or the rendezvous); workers run sshd or Ray.
+    leader_ports = [p for p in ports if p['name'] != 'ssh']
+    worker_ports = [p for p in ports if p['name'] not in ('api', 'master')]
+    leader_volumes, leader_mounts, worker_volumes, worker_mounts = _volumes(g)
+    leader_container = _container(g, 'nim-leader', leader, leader_ports, leader_mounts)
+    leader_container.update(startupProbe=g.probes['startup'], readinessProbe=g.probes['readiness'],
+                            livenessProbe=g.probes['liveness'])
+    worker_container = _container(g, 'nim-worker', worker, worker_ports, worker_mounts)
+    # Workers that join the leader (a Ray head) serve no HTTP: `ray status` tells whether they joined.
+    if 'workers_reach_leader' in group['launch']['steps']:
+        worker_container['startupProbe'] = RAY_WORKER_PROBE
+    metadata = g.metadata(g.name, dict(g.labels, **g.workload_labels))
+    if g.workload_annotations:
+        metadata['annotations'] = dict(g.workload_annotations)
+
+    def template(role, container, volumes):
+        labels = dict(g.labels, **g.workload_labels)
+        labels['nimstack.multinode/role'] = role
+        return {'metadata': {'labels': labels}, 'spec': _pod_spec(g, container, volumes)}
+    return {
+        'apiVersion': 'leaderworkerset.x-k8s.io/v1', 'kind': 'LeaderWorkerSet', 'metadata': metadata,
+        'spec': {
+            'replicas': _int(group['k8s']['replicas']),
+            'startupPolicy': 'LeaderCreated',
+            'rolloutStrategy': {'type': 'RollingUpdate', 'rollingUpdateConfiguration': {
+                'maxUnavailable': _int_or_percent(s['nim_k8s_rollout_max_unavailable']),
+                'maxSurge': _int_or_percent(s['nim_k8s_rollout_max_surge']),
+                'partition': _int(s['nim_k8s_rollout_partition'])}},
+            'leaderWorkerTemplate': {
+                'size': _int(group['size']),
+                # A dead rank breaks the whole group: by default every pod of it is recreated, not
+                # only the one that died (RecreateGroupAfterStart: only once the group has
+                # started; None: the pod alone).
+                'restartPolicy': s['nim_k8s_restart_policy'],
+                'leaderTemplate': template('leader', leader_container, leader_volumes),
+                'workerTemplate': template('worker', worker_container, worker_volumes),
+            },
+        },
+    }
+
+
+def _service(g):
+    """Only the leader (worker index 0) serves HTTP. Not named after the LeaderWorkerSet: LWS keeps a
+    headless Service of that name over all of the group's pods, which gives the workers the DNS
+    names the hostfile uses (<lws>-<group>-<index>.<lws>.<namespace>.svc)."""
+    return {'apiVersion': 'v1', 'kind': 'Service', 'metadata': g.metadata(g.service),
+            'spec': {'type': g.s['nim_k8s_service_type'],
+                     'selector': {'leaderworkerset.sigs.k8s.io/name': g.name,
+                                  'leaderworkerset.sigs.k8s.io/worker-index': '0'},
+                     'ports': [{'name': 'api', 'port': g.api_port, 'targetPort': 'api', 'protocol': 'TCP'}]}}
+
+
+def group_spec(group, settings):
+    """What the role applies for one Kubernetes group of the plan and the names its waits read:
+    {objects, cache_name, pvc, service, ssh_secret, ssh_key_dir, labels, startup_budget}."""
+    s = _settings(settings)
+    g = _Group(group, s)
+    lws = s['nim_k8s_backend'] == 'lws'
+    objects = []
+    if lws and not s['nim_k8s_pvc_name']:
+        objects.append(_pvc(g))
+    if not lws:
+        if s['nim_k8s_storage'] == 'nimcache':
+            objects.append(_nimcache(g))
+        objects.append(_nimservice(g))
+    if lws and g.hostfile:
+        objects.append(_mpi_config(g))
+        if g.script:
+            objects.append(_mpi_start_script(g))
+    if lws:
+        objects += [_leaderworkerset(g), _service(g)]
+    return {'objects': objects, 'cache_name': g.cache_name, 'pvc': g.pvc, 'service': g.service,
+            'ssh_secret': g.ssh_secret, 'ssh_key_dir': g.ssh_key_dir, 'labels': g.labels, 'startup_budget': g.startup_budget}
+
+
+def group_specs(plan, settings):
+    """group_spec() of every Kubernetes group of the plan, by group name. A group the planner could
+    not plan has nothing to build (the role's preflight names its errors)."""
+    groups = (plan or {}).get('groups') or {}
+    return dict((name, group_spec(groups[name], settings)) for name in sorted(groups)
+                if groups[name].get('mode') == 'kubernetes' and groups[name].get('valid'))

@@ -1,0 +1,162 @@
+# -*- coding: utf-8 -*-
+"""The Kubernetes objects of a group, built from the plan and the nim_k8s settings (the render tests
+in tests/k8s validate whole renders against the API's and the CRDs' schemas)."""
+
+import copy
+import hashlib
+
+import pytest
+
+from ansible_collections.nimstack.multinode.plugins.module_utils import k8s_objects
+from ansible_collections.nimstack.multinode.plugins.module_utils.k8s_objects import K8sObjectsError, group_spec, group_specs
+from ansible_collections.nimstack.multinode.plugins.module_utils.nim_plan import build_plan
+from ansible_collections.nimstack.multinode.tests.unit.models import LLAMA_405B
+
+LWS = {'nim_k8s_backend': 'lws'}
+OPERATOR = {'nim_k8s_backend': 'nim_operator'}
+
+
+def _group(count=2, **settings):
+    values = dict(LLAMA_405B, **settings)
+    nodes = [{'host': 'gpu-%d' % i, 'address': '10.0.0.%d' % (11 + i), 'settings': dict(values)} for i in range(count)]
+    plan = build_plan(nodes, deployment_mode='kubernetes')
+    assert plan['valid'], plan['errors']
+    return plan['groups']['default']
+
+
+def _kinds(spec):
+    return [obj['kind'] for obj in spec['objects']]
+
+
+def _lws(spec):
+    return [obj for obj in spec['objects'] if obj['kind'] == 'LeaderWorkerSet'][0]
+
+
+def _pods(spec):
+    template = _lws(spec)['spec']['leaderWorkerTemplate']
+    return template['leaderTemplate']['spec'], template['workerTemplate']['spec']
+
+
+def test_objects_by_backend_and_launch_in_the_order_they_are_applied():
+    assert _kinds(group_spec(_group(), LWS)) == ['PersistentVolumeClaim', 'ConfigMap', 'LeaderWorkerSet', 'Service']
+    assert _kinds(group_spec(_group(), dict(LWS, nim_k8s_mpi_start_script='#!/bin/sh\n'))) == [
+        'PersistentVolumeClaim', 'ConfigMap', 'ConfigMap', 'LeaderWorkerSet', 'Service']
+    # No hostfile under ray; a claim the site names is not ours to make.
+    assert _kinds(group_spec(_group(nim_launch_contract='ray'), dict(LWS, nim_k8s_pvc_name='models'))) == [
+        'LeaderWorkerSet', 'Service']
+    assert _kinds(group_spec(_group(), OPERATOR)) == ['NIMService']
+    assert _kinds(group_spec(_group(), dict(OPERATOR, nim_k8s_storage='nimcache'))) == ['NIMCache', 'NIMService']
+
+
+def test_the_pods_mount_what_the_plan_s_launch_mounts_where_it_mounts_it():
+    group = _group()
+    leader, worker = _pods(group_spec(group, LWS))
+    leader_mounts = dict((m['mountPath'], m) for m in leader['containers'][0]['volumeMounts'])
+    worker_mounts = dict((m['mountPath'], m) for m in worker['containers'][0]['volumeMounts'])
+    assert set(leader_mounts) == {'/model-store', '/dev/shm', '/etc/mpi', '/opt/nim/llm/.ssh', '/opt/nim/llm/pk',
+                                  '/opt/nim/llm/.ssh/config'}
+    assert worker_mounts['/ssh-confs/ssh_host_ed25519_key'] == {
+        'name': 'ssh-pk', 'mountPath': '/ssh-confs/ssh_host_ed25519_key', 'subPath': 'ssh_host_ed25519_key'}
+    assert leader_mounts['/opt/nim/llm/.ssh/config']['subPath'] == 'config'
+    # One table: a target moved in the plan's launch mounts moves in the pods.
+    moved = copy.deepcopy(group)
+    for mount in moved['launch']['mounts']:
+        if mount['path'] == 'private.key':
+            mount['target'] = '/etc/nim-ssh/private.key'
+        if mount['base'] == 'cache':
+            mount['target'] = '/models'
+    spec = group_spec(moved, LWS)
+    leader, _worker = _pods(spec)
+    paths = [m['mountPath'] for m in leader['containers'][0]['volumeMounts']]
+    assert '/etc/nim-ssh' in paths and '/models' in paths and '/opt/nim/llm/pk' not in paths
+    assert spec['ssh_key_dir'] == '/etc/nim-ssh'
+
+
+def test_a_ray_group_has_no_ssh_trust_and_its_workers_prove_they_joined():
+    spec = group_spec(_group(nim_launch_contract='ray'), LWS)
+    leader, worker = _pods(spec)
+    names = [v['name'] for v in leader['volumes'] + worker['volumes']]
+    assert 'ssh-pk' not in names and 'mpi-config' not in names
+    assert worker['containers'][0]['startupProbe'] == k8s_objects.RAY_WORKER_PROBE
+    assert 'startupProbe' not in _pods(group_spec(_group(), LWS))[1]['containers'][0]
+    assert spec['ssh_key_dir'] == ''
+
+
+def test_each_rank_gets_its_env_and_command_from_the_plan_and_the_key_from_the_secret():
+    group = _group()
+    leader, worker = _pods(group_spec(group, dict(LWS, nim_k8s_auth_secret='ngc')))
+    for pod, rank in ((leader, group['ranks'][0]), (worker, group['ranks'][1])):
+        container = pod['containers'][0]
+        assert container['env'][:-1] == rank['env_list']
+        assert container['env'][-1] == {'name': 'NGC_API_KEY',
+                                        'valueFrom': {'secretKeyRef': {'name': 'ngc', 'key': 'NGC_API_KEY'}}}
+        assert container.get('args', []) == rank['command']
+
+
+def test_quantities_are_strings_and_a_non_quantity_is_refused_by_name():
+    settings = dict(LWS, nim_k8s_resources={'limits': {'memory': '512Gi', 'cpu': 32}, 'requests': {'cpu': 16}})
+    leader, _worker = _pods(group_spec(_group(), settings))
+    assert leader['containers'][0]['resources'] == {
+        'limits': {'nvidia.com/gpu': '8', 'memory': '512Gi', 'cpu': '32'}, 'requests': {'cpu': '16'}}
+    # No requests given: none written (an empty mapping would differ from what the API returns).
+    assert 'requests' not in _pods(group_spec(_group(), LWS))[0]['containers'][0]['resources']
+    with pytest.raises(K8sObjectsError, match=r'nim_k8s_resources.limits: cpu=True is not a quantity'):
+        group_spec(_group(), dict(LWS, nim_k8s_resources={'limits': {'cpu': True}}))
+
+
+def test_rollout_numbers_as_numbers_percentages_as_strings():
+    settings = dict(LWS, nim_k8s_rollout_max_unavailable='50%', nim_k8s_rollout_max_surge='2', nim_k8s_rollout_partition='1')
+    assert _lws(group_spec(_group(), settings))['spec']['rolloutStrategy']['rollingUpdateConfiguration'] == {
+        'maxUnavailable': '50%', 'maxSurge': 2, 'partition': 1}
+
+
+def test_the_startup_probe_allows_the_mpi_start_and_the_load():
+    group = _group(nim_mpi_start_timeout=3000)
+    spec = group_spec(group, dict(LWS, nim_k8s_probe_period=7))
+    assert spec['startup_budget'] == 3000 + k8s_objects.LOAD_TIME
+    probe = _pods(spec)[0]['containers'][0]['startupProbe']
+    assert probe['periodSeconds'] == 7 and probe['failureThreshold'] == 686  # ceil(4800 / 7)
+    assert group_spec(group, dict(LWS, nim_k8s_startup_timeout=600))['startup_budget'] == 600
+
+
+def test_the_nimservice_carries_only_the_env_the_operator_does_not_set_and_quoted_selectors():
+    group = _group(nim_extra_env={'NIM_FOO': 'bar'})
+    service = group_spec(group, OPERATOR)['objects'][0]
+    names = [e['name'] for e in service['spec'].get('env', [])]
+    assert 'NIM_FOO' in names
+    assert not set(names) & k8s_objects.OPERATOR_ENV
+    assert service['spec']['nodeSelector'] == {'nvidia.com/gpu.present': '"true"'}
+    assert service['spec']['multiNode']['mpi'] == {'mpiStartTimeout': group['layout']['mpi_start_timeout']}
+    ray = group_spec(_group(nim_launch_contract='ray'), OPERATOR)['objects'][0]['spec']['multiNode']
+    assert ray['ray'] == {'rayPort': 6379} and 'mpi' not in ray
+
+
+def test_the_nimcache_is_named_after_its_image():
+    group = _group()
+    spec = group_spec(group, dict(OPERATOR, nim_k8s_storage='nimcache'))
+    expected = 'nim-default-' + hashlib.sha256(group['image'].encode()).hexdigest()[:10]
+    assert spec['cache_name'] == expected == spec['objects'][0]['metadata']['name']
+    assert spec['objects'][1]['spec']['storage']['nimCache'] == {'name': expected}
+
+
+def test_scheduling_labels_and_annotations():
+    settings = dict(LWS, nim_k8s_scheduler='volcano', nim_k8s_volcano_queue='q', nim_k8s_exclusive_topology='rack')
+    lws = _lws(group_spec(_group(), settings))
+    assert lws['metadata']['annotations'] == {'scheduling.volcano.sh/queue-name': 'q',
+                                              'leaderworkerset.sigs.k8s.io/exclusive-topology': 'rack'}
+    assert _pods(group_spec(_group(), settings))[0]['schedulerName'] == 'volcano'
+    kai = _lws(group_spec(_group(), dict(LWS, nim_k8s_scheduler='kai', nim_k8s_kai_queue='team-a')))
+    assert kai['metadata']['labels']['kai.scheduler/queue'] == 'team-a'
+    assert kai['spec']['leaderWorkerTemplate']['workerTemplate']['metadata']['labels']['kai.scheduler/queue'] == 'team-a'
+
+
+def test_group_specs_takes_the_kubernetes_groups_the_planner_could_plan():
+    def node(host, group, **settings):
+        return {'host': host, 'address': '10.0.0.%d' % (len(host) + 10), 'group': group,
+                'settings': dict(LLAMA_405B, nim_pipeline_parallel=2, **settings)}
+    plan = build_plan([node('a1', 'k', nim_deployment_mode='kubernetes'), node('a2', 'k', nim_deployment_mode='kubernetes'),
+                       node('b1', 'd'), node('b2', 'd'),
+                       node('c1', 'bad', nim_deployment_mode='kubernetes', nim_tensor_parallel=6)])
+    assert plan['groups']['k']['valid'] and not plan['groups']['bad']['valid']
+    assert list(group_specs(plan, LWS)) == ['k']
+    assert group_specs({}, LWS) == {}
