@@ -6,7 +6,8 @@
 
 Each case is an inventory of its own (the valid base below, changed as the case says), run with
 `ansible-playbook -i <inv> playbooks/preflight.yml`, or for `playbook: render` the render-only
-Kubernetes deploy. The nodes use the default ssh connection, and `ssh`, `scp` and `sftp` on PATH
+Kubernetes deploy, or for `playbook: site` site.yml itself (whose first play after the preflight
+contacts the nodes, so a case must be refused by then). The nodes use the default ssh connection, and `ssh`, `scp` and `sftp` on PATH
 are shims that record every attempt and fail: preflight must never try to reach a node.
 
 A case fails when an SSH attempt was recorded, when the output holds "Traceback", when the NGC
@@ -64,6 +65,7 @@ SHIM = '#!/bin/sh\necho "$(basename "$0") $*" >> "$NIMSTACK_SSH_LOG"\nexit 255\n
 
 def write_inventory(case, folder):
     nodes = {} if case.get('empty_nodes') else json.loads(json.dumps(NODES))
+    nodes.update(json.loads(json.dumps(case.get('nodes') or {})))
     for host, values in (case.get('host_vars') or {}).items():
         nodes[host].update(values)
     nfs = json.loads(json.dumps(NFS))
@@ -145,7 +147,13 @@ def run_case(repo, case, workdir, shim_dir):
         command = ['ansible-playbook', '-i', inventory, os.path.join(repo, 'playbooks', 'deploy_kubernetes.yml'),
                    '-e', 'nim_k8s_backend=lws', '-e', 'nim_k8s_install_components=false', '-e', 'nim_k8s_render_dir=' + render_dir]
     else:
-        command = ['ansible-playbook', '-i', inventory, os.path.join(repo, 'playbooks', 'preflight.yml')]
+        playbook = 'site.yml' if case.get('playbook') == 'site' else 'preflight.yml'
+        command = ['ansible-playbook', '-i', inventory, os.path.join(repo, 'playbooks', playbook)]
+    for option in ('limit', 'tags'):
+        if case.get(option):
+            command += ['--' + option, case[option]]
+    if case.get('check'):
+        command.append('--check')
     started = time.time()
     try:
         proc = subprocess.run(command, cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
