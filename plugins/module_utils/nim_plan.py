@@ -524,7 +524,9 @@ def build_plan(nodes, deployment_mode=None):
     whatever the inventory's default is).
 
     Returns dict(valid, errors, warnings, groups={name: group plan}, hosts={host: its group,
-    mode, rank and role}); errors and warnings collect those of every group, each naming its group.
+    mode, rank and role}, hosts_by_mode={mode: its hosts in inventory order}, summary=[one line per
+    group: its mode and launch contract and why]);
+    errors and warnings collect those of every group, each naming its group.
     """
     errors = []
     if deployment_mode is not None and deployment_mode not in DEPLOYMENT_MODES:
@@ -541,5 +543,9 @@ def build_plan(nodes, deployment_mode=None):
         groups[name] = group
         errors.extend(group['errors'])
         warnings.extend(group['warnings'])
+    summary = ["group '%s': %s, launch contract %s: %s" % (g['name'], g['mode'], g['contract'], g['contract_reason'])
+               for g in groups.values()]
+    hosts = host_index(groups)
+    by_mode = dict((mode, [host for host, entry in hosts.items() if entry['mode'] == mode]) for mode in DEPLOYMENT_MODES)
     return {'valid': not errors, 'errors': errors, 'warnings': warnings, 'groups': groups,
-            'hosts': host_index(groups)}
+            'hosts': hosts, 'hosts_by_mode': by_mode, 'summary': summary}

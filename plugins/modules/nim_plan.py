@@ -282,6 +282,18 @@ hosts:
   returned: always
   type: dict
   sample: {gpu-a: {group: default, mode: docker, rank: 0, role: leader}}
+hosts_by_mode:
+  description: The hosts of the groups of each mode (C(docker), C(kubernetes)), in inventory order.
+  returned: always
+  type: dict
+  sample: {docker: [gpu-a, gpu-b], kubernetes: []}
+summary:
+  description: One line per group, the mode and launch contract it was planned for and why.
+  returned: always
+  type: list
+  elements: str
+  sample:
+    - "group 'default': docker, launch contract mpi: nim_launch_contract=mpi is set explicitly"
 '''
 
 from ansible.module_utils.basic import AnsibleModule
@@ -310,7 +322,8 @@ def main():
     )
 
     outcome = build_plan(module.params['nodes'], deployment_mode=module.params['deployment_mode'])
-    exit_with_outcome(module, outcome, 'The deployment plan', groups=outcome['groups'], hosts=outcome['hosts'])
+    exit_with_outcome(module, outcome, 'The deployment plan', groups=outcome['groups'], hosts=outcome['hosts'],
+                      hosts_by_mode=outcome['hosts_by_mode'], summary=outcome['summary'])
 
 
 if __name__ == '__main__':
