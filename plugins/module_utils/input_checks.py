@@ -143,12 +143,18 @@ PROBLEMS = (P_NOT_INT, P_BOOL_AS_INT, P_OUT_OF_RANGE, P_NOT_NUMBER, P_SSHD_PORT,
 
 
 class Rule(object):
-    """One variable's check: ``check(value)`` returns a problem text (one of PROBLEMS) or None."""
+    """One variable's check: ``check(value)`` returns a problem text (one of PROBLEMS) or None.
 
-    def __init__(self, check, accepts, secret=False):
+    kind is the argument_specs type the value has once accepted (int, float, bool, str, list, dict;
+    raw where several shapes are accepted) and choices the values a choice accepts: the roles'
+    argument_specs must say the same (tests/unit/plugins/module_utils/test_input_checks.py)."""
+
+    def __init__(self, check, accepts, secret=False, kind='raw', choices=None):
         self.check = check
         self.accepts = accepts
         self.secret = secret
+        self.kind = kind
+        self.choices = tuple(choices) if choices is not None else None
 
 
 # ---- value checks -------------------------------------------------------------------------------
@@ -172,7 +178,7 @@ def _int_check(low, high):
         if number < low or number > high:
             return P_OUT_OF_RANGE
         return None
-    return Rule(check, accepts_int(low, high))
+    return Rule(check, accepts_int(low, high), kind='int')
 
 
 def _number_check(low, high):
@@ -189,7 +195,7 @@ def _number_check(low, high):
         if value < low or value > high:
             return P_OUT_OF_RANGE
         return None
-    return Rule(check, accepts_number(low, high))
+    return Rule(check, accepts_number(low, high), kind='float')
 
 
 def _port_problem(value, not_sshd):
@@ -204,7 +210,7 @@ def _port_problem(value, not_sshd):
 
 
 def _port(not_sshd=False):
-    return Rule(lambda value: _port_problem(value, not_sshd), ACCEPT_PORT_NOT_SSHD if not_sshd else ACCEPT_PORT)
+    return Rule(lambda value: _port_problem(value, not_sshd), ACCEPT_PORT_NOT_SSHD if not_sshd else ACCEPT_PORT, kind='int')
 
 
 def _port_list():
@@ -218,7 +224,7 @@ def _port_list():
             if problem:
                 return problem
         return None
-    return Rule(check, ACCEPT_PORT_LIST)
+    return Rule(check, ACCEPT_PORT_LIST, kind='list')
 
 
 def _port_range():
@@ -236,7 +242,7 @@ def _port_range():
         if as_int(value[0])[0] > as_int(value[1])[0]:
             return P_OUT_OF_RANGE
         return None
-    return Rule(check, ACCEPT_PORT_RANGE)
+    return Rule(check, ACCEPT_PORT_RANGE, kind='list')
 
 
 def _network(text):
@@ -267,7 +273,7 @@ def _sources(world_ok, names_ok, accepts):
             if network.prefixlen == 0 and not world_ok:
                 return P_WORLD
         return None
-    return Rule(check, accepts)
+    return Rule(check, accepts, kind='list')
 
 
 def is_hostname(text):
@@ -288,7 +294,7 @@ def is_host_address(text):
 
 
 def _host_address():
-    return Rule(lambda value: None if is_host_address(value) else P_BAD_ADDRESS, ACCEPT_HOST_ADDRESS)
+    return Rule(lambda value: None if is_host_address(value) else P_BAD_ADDRESS, ACCEPT_HOST_ADDRESS, kind='str')
 
 
 def _path_problem(value, kind, empty_ok):
@@ -321,7 +327,7 @@ def _path(kind, empty_ok=False):
     accepts = {'owned': ACCEPT_OWNED_DIR, 'file': ACCEPT_FILE, 'controller': ACCEPT_CONTROLLER_DIR}[kind]
     if empty_ok:
         accepts += ', or empty'
-    return Rule(lambda value: _path_problem(value, kind, empty_ok), accepts)
+    return Rule(lambda value: _path_problem(value, kind, empty_ok), accepts, kind='str')
 
 
 def _https(empty_ok=True):
@@ -335,7 +341,7 @@ def _https(empty_ok=True):
         if not re.match(r'^https://[^/\s]+', value):
             return P_NOT_HTTPS
         return None
-    return Rule(check, ACCEPT_HTTPS_OR_EMPTY if empty_ok else ACCEPT_HTTPS)
+    return Rule(check, ACCEPT_HTTPS_OR_EMPTY if empty_ok else ACCEPT_HTTPS, kind='str')
 
 
 def _image():
@@ -348,7 +354,7 @@ def _image():
         if not _IMAGE_RE.match(value):
             return P_BAD_IMAGE
         return None
-    return Rule(check, ACCEPT_IMAGE)
+    return Rule(check, ACCEPT_IMAGE, kind='str')
 
 
 def _image_tag():
@@ -360,7 +366,7 @@ def _image_tag():
         if TAG_RE.match(value) or DIGEST_RE.match(value):
             return None
         return P_BAD_TAG
-    return Rule(check, ACCEPT_IMAGE_TAG)
+    return Rule(check, ACCEPT_IMAGE_TAG, kind='str')
 
 
 def image_reference(image, tag):
@@ -383,7 +389,7 @@ def _dns(pattern, accepts, empty_ok=False):
         if value == '' and empty_ok:
             return None
         return None if pattern.match(value) else P_BAD_DNS
-    return Rule(check, accepts + (', or empty' if empty_ok else ''))
+    return Rule(check, accepts + (', or empty' if empty_ok else ''), kind='str')
 
 
 def _secret():
@@ -393,7 +399,7 @@ def _secret():
         if not isinstance(value, str):
             return P_NOT_STRING
         return P_SECRET_CHARS if _SECRET_BAD.search(value) else None
-    return Rule(check, ACCEPT_SECRET, secret=True)
+    return Rule(check, ACCEPT_SECRET, secret=True, kind='str')
 
 
 def as_bool(value):
@@ -407,7 +413,7 @@ def as_bool(value):
 
 
 def _bool():
-    return Rule(lambda value: None if as_bool(value) is not None else P_NOT_BOOL, ACCEPT_BOOL)
+    return Rule(lambda value: None if as_bool(value) is not None else P_NOT_BOOL, ACCEPT_BOOL, kind='bool')
 
 
 def _string(empty_ok=True):
@@ -419,7 +425,7 @@ def _string(empty_ok=True):
         if not empty_ok and not value.strip():
             return P_EMPTY
         return None
-    return Rule(check, ACCEPT_STRING)
+    return Rule(check, ACCEPT_STRING, kind='str')
 
 
 def _choice(choices):
@@ -427,7 +433,7 @@ def _choice(choices):
         if not isinstance(value, str):
             return P_NOT_STRING
         return None if value in choices else P_NOT_CHOICE
-    return Rule(check, accepts_choice(choices))
+    return Rule(check, accepts_choice(choices), kind='str', choices=choices)
 
 
 def _string_list():
@@ -440,11 +446,11 @@ def _string_list():
             if not isinstance(item, (str, int)) or isinstance(item, bool) or _CONTROL.search(str(item)):
                 return P_MULTILINE if isinstance(item, str) else P_NOT_STRING
         return None
-    return Rule(check, ACCEPT_STRING_LIST)
+    return Rule(check, ACCEPT_STRING_LIST, kind='list')
 
 
 def _mapping():
-    return Rule(lambda value: None if isinstance(value, dict) else P_NOT_MAPPING, ACCEPT_MAPPING)
+    return Rule(lambda value: None if isinstance(value, dict) else P_NOT_MAPPING, ACCEPT_MAPPING, kind='dict')
 
 
 def _env():
@@ -457,7 +463,7 @@ def _env():
             if isinstance(item, (dict, list)) or (item is not None and _CONTROL.search(str(item))):
                 return P_BAD_ENV
         return None
-    return Rule(check, ACCEPT_ENV)
+    return Rule(check, ACCEPT_ENV, kind='dict')
 
 
 def _ifname():
@@ -465,7 +471,7 @@ def _ifname():
         if not isinstance(value, str):
             return P_NOT_STRING
         return None if _IFNAME_RE.match(value) else P_MULTILINE if _CONTROL.search(value) else P_NOT_CHOICE
-    return Rule(check, ACCEPT_IFNAME)
+    return Rule(check, ACCEPT_IFNAME, kind='str')
 
 
 def is_quantity(value):
@@ -477,7 +483,7 @@ def is_quantity(value):
 
 
 def _quantity():
-    return Rule(lambda value: None if is_quantity(value) else P_BAD_QUANTITY, ACCEPT_QUANTITY)
+    return Rule(lambda value: None if is_quantity(value) else P_BAD_QUANTITY, ACCEPT_QUANTITY, kind='str')
 
 
 def _resources():
@@ -493,7 +499,7 @@ def _resources():
                 if not is_quantity(amount):
                     return P_BAD_QUANTITY
         return None
-    return Rule(check, ACCEPT_RESOURCES)
+    return Rule(check, ACCEPT_RESOURCES, kind='dict')
 
 
 def _octal_mode():
@@ -501,7 +507,7 @@ def _octal_mode():
         if not isinstance(value, str):
             return P_NOT_STRING
         return None if re.match(r'^0?[0-7]{3,4}$', value) else P_NOT_CHOICE
-    return Rule(check, ACCEPT_OCTAL_MODE)
+    return Rule(check, ACCEPT_OCTAL_MODE, kind='str')
 
 
 # ---- the variables ------------------------------------------------------------------------------

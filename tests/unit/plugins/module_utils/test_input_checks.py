@@ -216,3 +216,42 @@ def test_every_rule_names_a_public_variable_or_an_inventory_wide_one():
     assert sorted(set(RULES) - public - inventory_wide) == []
     # Every setting the planner reads has a rule.
     assert sorted(inventory_wide - set(RULES)) == []
+
+
+def _spec_options():
+    """(role, entry point, name, option) of every role's argument_specs."""
+    for role in sorted(os.listdir(os.path.join(REPO, 'roles'))):
+        path = os.path.join(REPO, 'roles', role, 'meta', 'argument_specs.yml')
+        if os.path.exists(path):
+            with open(path) as handle:
+                for entry, spec in yaml.safe_load(handle)['argument_specs'].items():
+                    for name, option in (spec.get('options') or {}).items():
+                        yield role, entry, name, option
+
+
+def test_the_controller_checks_and_the_argument_specs_say_the_same_type_and_choices():
+    """One schema: where a variable has both, its rule and every role's argument_specs agree on the
+    type the value has and on the values a choice accepts."""
+    disagreements = []
+    compared = 0
+    for role, entry, name, option in _spec_options():
+        rule = RULES.get(name)
+        if rule is None:
+            continue
+        compared += 1
+        kind = {'path': 'str'}.get(option.get('type', 'str'), option.get('type', 'str'))
+        if rule.kind != 'raw' and kind != rule.kind:
+            disagreements.append('%s (%s:%s): argument_specs type %s, rule %s' % (name, role, entry, kind, rule.kind))
+        spec_choices = sorted(str(c) for c in option.get('choices') or [])
+        rule_choices = sorted(str(c) for c in rule.choices or [])
+        if spec_choices != rule_choices:
+            disagreements.append('%s (%s:%s): argument_specs choices %s, rule %s'
+                                 % (name, role, entry, spec_choices, rule_choices))
+    assert compared > 100
+    assert disagreements == []
+
+
+def test_every_rule_says_what_it_accepts_as_a_type():
+    assert [name for name, rule in RULES.items() if rule.kind not in ('int', 'float', 'bool', 'str', 'list', 'dict', 'raw')] == []
+    assert RULES['nim_deployment_mode'].choices == ('docker', 'kubernetes')
+    assert RULES['nim_api_port'].kind == 'int' and RULES['nim_extra_env'].kind == 'dict'
