@@ -30,7 +30,7 @@ source "$repo/scripts/lib-recap.sh"
 
 run_site() {
   local log=$1 n=$2 contract=$3 start=$SECONDS
-  ansible-playbook -i "$NIMSTACK_LAB_DIR/inventory.yml" -i inventories/lab -i inventories/lab-docker \
+  ansible-playbook -i "$NIMSTACK_LAB_DIR/inventory.yml" -i inventories/lab -i inventories/lab-docker -i inventories/lab-tests \
     -e "nim_image_tag=$tag" -e "nim_pipeline_parallel=$n" -e "nim_launch_contract=$contract" \
     playbooks/site.yml >"$log" 2>&1 \
     || { tail -30 "$log" >&2; echo "bench-docker-path.sh: site.yml failed on $n hosts, $contract (see $log)" >&2; exit 1; }

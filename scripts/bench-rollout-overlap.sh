@@ -106,7 +106,7 @@ run_mode() {
   done
   start=$SECONDS
   ANSIBLE_STDOUT_CALLBACK=ansible.posix.json timeout "$run_timeout" ansible-playbook \
-    -i "$inventory" -i inventories/lab -i inventories/lab-docker \
+    -i "$inventory" -i inventories/lab -i inventories/lab-docker -i inventories/lab-tests \
     -e "nim_image=${padded%:*}" -e "nim_image_tag=$padded_tag" \
     -e "nim_docker_image_archive=$shared_path/.images/nim-padded.tar" \
     -e doctor_enabled=false -e nim_docker_smoke_test=false -e nim_docker_transfer_poll_interval=2 \

@@ -35,7 +35,7 @@ play() {
   local log=$1; shift
   local book=${PLAYBOOK:-playbooks/site.yml}
   local start=$SECONDS rc=0
-  ansible-playbook -i "$inventory" -i inventories/lab -i inventories/lab-docker \
+  ansible-playbook -i "$inventory" -i inventories/lab -i inventories/lab-docker -i inventories/lab-tests \
     "${play_args[@]}" "$@" "$book" >"$log" 2>&1 || rc=$?
   echo "   $(basename "$log"): rc=$rc, $((SECONDS - start)) s, changed=$(recap changed "$log")," \
     "failed=$(recap failed "$log"), unreachable=$(recap unreachable "$log")"

@@ -90,6 +90,7 @@ mkdir -p "$pdd/env" "$pdd/inventory/group_vars/nim_nodes"
 cp "$NIMSTACK_LAB_DIR/inventory.yml" "$pdd/inventory/hosts.yml"
 cp inventories/lab/group_vars/nim_nodes.yml "$pdd/inventory/group_vars/nim_nodes/10-lab.yml"
 cp inventories/lab-docker/group_vars/nim_nodes.yml "$pdd/inventory/group_vars/nim_nodes/20-lab-docker.yml"
+cp inventories/lab-tests/group_vars/nim_nodes.yml "$pdd/inventory/group_vars/nim_nodes/25-lab-tests.yml"
 # The same mapping from the credential's env to nim_ngc_api_key that inventories/example ships.
 mapping=$(grep '^nim_ngc_api_key:' inventories/example/group_vars/nim_nodes.yml) \
   || fail "inventories/example no longer maps NGC_API_KEY to nim_ngc_api_key"

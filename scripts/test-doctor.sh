@@ -51,7 +51,7 @@ on_stdin() { local host=$1; shift; docker exec -i "$host" "$@"; }
 play() {
   local log=$1; shift
   local start=$SECONDS rc=0
-  ansible-playbook -i "$inventory" -i inventories/lab -i inventories/lab-docker "$@" >"$log" 2>&1 || rc=$?
+  ansible-playbook -i "$inventory" -i inventories/lab -i inventories/lab-docker -i inventories/lab-tests "$@" >"$log" 2>&1 || rc=$?
   last_s=$((SECONDS - start))
   echo "   $(basename "$log"): rc=$rc, ${last_s} s, changed=$(recap changed "$log"), failed=$(recap failed "$log")"
   return "$rc"

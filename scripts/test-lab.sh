@@ -49,7 +49,7 @@ playbook() {
   local log=$1; shift
   local book=${PLAYBOOK:-playbooks/prepare_hosts.yml}
   local args=(-i "$inventory" -i inventories/lab)
-  [[ $book == playbooks/site.yml ]] && args+=(-i inventories/lab-docker)
+  [[ $book == playbooks/site.yml ]] && args+=(-i inventories/lab-docker -i inventories/lab-tests)
   args+=("$book")
   [[ -n "$skip_tags" ]] && args+=(--skip-tags "$skip_tags")
   local start=$SECONDS rc=0

@@ -102,7 +102,7 @@ docker tag "$image" "${image%:*}:$tag-v2"
 pushed2=$(scripts/lab/registry.sh push "${image%:*}:$tag-v2")
 before_b=$(ids_of "${b_hosts[@]}")
 scripts/lab/rolling_probe.py --settle 3 --bound 120 --log "$logs/change.log" "frontdoor=$door/v1/health/ready" -- \
-  ansible-playbook -i "$inventory" -i inventories/lab -i inventories/lab-docker "${play_args[@]}" \
+  ansible-playbook -i "$inventory" -i inventories/lab -i inventories/lab-docker -i inventories/lab-tests "${play_args[@]}" \
   -e "nim_image_tag=$tag-v2" -e nim_max_unavailable_groups=1 playbooks/deploy_docker.yml >"$logs/change.probe" 2>&1 \
   || { cat "$logs/change.probe"; tail -30 "$logs/change.log"; fail "the front door failed a probe, or the change failed"; }
 sed 's/^/   /' "$logs/change.probe"
@@ -122,7 +122,7 @@ lab_group_env=('NIM_STANDIN_FAIL_COMPLETIONS: "1"')
 before_a=$(ids_of "${a_hosts[@]}")
 rc=0
 scripts/lab/rolling_probe.py --settle 3 --bound 120 --log "$logs/canary.log" "frontdoor=$door/v1/health/ready" -- \
-  bash -c '! "$@"' _ ansible-playbook -i "$inventory" -i inventories/lab -i inventories/lab-docker "${play_args[@]}" \
+  bash -c '! "$@"' _ ansible-playbook -i "$inventory" -i inventories/lab -i inventories/lab-docker -i inventories/lab-tests "${play_args[@]}" \
   -i "$NIMSTACK_LAB_DIR/canary.yml" -e "nim_image_tag=$tag-v3" -e nim_canary_group=ro-b \
   playbooks/deploy_docker.yml >"$logs/canary.probe" 2>&1 || rc=$?
 sed 's/^/   /' "$logs/canary.probe"

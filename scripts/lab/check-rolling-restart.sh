@@ -46,7 +46,7 @@ rolling() {
   local name=$1; shift
   local t=$SECONDS rc=0
   scripts/lab/rolling_probe.py --settle 5 --bound 240 --timeline --log "$logs/rolling-$name.log" "${urls[@]}" -- \
-    ansible-playbook -i "$inventory" -i inventories/lab -i inventories/lab-docker "${play_args[@]}" "$@" \
+    ansible-playbook -i "$inventory" -i inventories/lab -i inventories/lab-docker -i inventories/lab-tests "${play_args[@]}" "$@" \
     --tags docker playbooks/prepare_hosts.yml >"$logs/rolling-$name.probe" 2>&1 || rc=$?
   grep -v '^  t=' "$logs/rolling-$name.probe" | sed 's/^/   /'
   echo "   $name: $((SECONDS - t)) s, changed=$(recap changed "$logs/rolling-$name.log"), failed=$(recap failed "$logs/rolling-$name.log")"
