@@ -383,3 +383,18 @@ def test_a_group_with_errors_has_no_launch_data_but_its_hosts_are_indexed():
     result = build_plan(_nodes(3))
     assert _group(result)['launch'] is None
     assert sorted(result['hosts']) == ['gpu-1', 'gpu-2', 'gpu-3']
+
+
+def test_the_hosts_by_mode_and_one_summary_line_per_group():
+    docker = _nodes(2, dict(LLAMA_405B, nim_pipeline_parallel=2), group='dock')
+    kubernetes = [dict(node, host='k8s-%d' % index, group='k8s',
+                       settings=dict(LLAMA_405B, nim_pipeline_parallel=2, nim_deployment_mode='kubernetes'))
+                  for index, node in enumerate(_nodes(2), 1)]
+    result = build_plan(docker + kubernetes)
+    assert result['valid'], result['errors']
+    assert result['hosts_by_mode'] == {'docker': ['gpu-1', 'gpu-2'], 'kubernetes': ['k8s-1', 'k8s-2']}
+    assert result['summary'] == [
+        "group 'dock': docker, launch contract mpi: %s" % result['groups']['dock']['contract_reason'],
+        "group 'k8s': kubernetes, launch contract mpi: %s" % result['groups']['k8s']['contract_reason']]
+    # Planned for one mode, every host is in it.
+    assert build_plan(docker + kubernetes, deployment_mode='kubernetes')['hosts_by_mode']['docker'] == []
