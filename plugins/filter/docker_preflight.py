@@ -18,9 +18,10 @@ def docker_preflight_groups(plan, play_hosts, inputs=None):
 
 
 def docker_preflight_problems(plan, play_hosts, inputs, deploying=True, allow_partial=False, secrets_gid=0,
-                              ulimits=None, canary=None):
+                              ulimits=None, canary=None, container_gid=1000):
     return preflight_problems(plan, play_hosts, inputs, deploying=bool(deploying), allow_partial=bool(allow_partial),
-                              secrets_gid=secrets_gid, ulimits=ulimits, canary=canary or None)
+                              secrets_gid=secrets_gid, ulimits=ulimits, canary=canary or None,
+                              container_gid=container_gid)
 
 
 class FilterModule(object):

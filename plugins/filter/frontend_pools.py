@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, nimstack maintainers
 # SPDX-License-Identifier: Apache-2.0
-"""Filter frontend_pools: the leaders of the plan's Docker groups, pooled by served model (docs in frontend_pools.yml)."""
+"""Filters frontend_pools (the leaders of the plan's Docker groups, pooled by served model) and frontend_problems
+(docs in frontend_pools.yml and frontend_problems.yml)."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -9,6 +10,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.nimstack.multinode.plugins.module_utils.frontend import frontend_pools as _frontend_pools
+from ansible_collections.nimstack.multinode.plugins.module_utils.frontend import frontend_problems as _frontend_problems
 
 
 def frontend_pools(groups):
@@ -18,6 +20,13 @@ def frontend_pools(groups):
     return _frontend_pools(groups)
 
 
+def frontend_problems(plan, frontends):
+    if not isinstance(plan, dict) or not isinstance(frontends, dict):
+        raise AnsibleFilterError('frontend_problems: expects the whole plan of nimstack.multinode.nim_plan and a dict of '
+                                 'front door hosts to their settings')
+    return _frontend_problems(plan, frontends)
+
+
 class FilterModule(object):
     def filters(self):
-        return {'frontend_pools': frontend_pools}
+        return {'frontend_pools': frontend_pools, 'frontend_problems': frontend_problems}

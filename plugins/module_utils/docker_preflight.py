@@ -16,7 +16,7 @@ import os
 import re
 
 from ansible_collections.nimstack.multinode.plugins.module_utils.driver_plan import as_int
-from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import image_reference
+from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import as_bool, image_reference
 
 ULIMIT_PATTERN = re.compile(r'^[a-z]+:-?[0-9]+(:-?[0-9]+)?$')
 
@@ -67,17 +67,18 @@ def preflight_groups(plan, play_hosts, inputs=None):
 
 
 def preflight_problems(plan, play_hosts, inputs, deploying=True, allow_partial=False, secrets_gid=0,
-                       ulimits=None, is_file=os.path.isfile, canary=None):
+                       ulimits=None, is_file=os.path.isfile, canary=None, container_gid=1000):
     """Every problem the Docker preflight finds, in one list without repeats.
 
     plan: the whole plan of nim_plan. play_hosts: the hosts of the play. inputs: per group name,
     the role's inputs as its first member in the play sees them: present (nim_docker_state is
     present), archive (nim_docker_image_archive), archive_on_nodes, key_set (whether an NGC key is
-    set; never the key), registry, mesh_port (ssh_mesh_port, None when unset), ulimits. deploying:
+    set; never the key), registry, mesh_port (ssh_mesh_port, None when unset), ulimits, supervisor
+    and supervisor_port (nim_docker_supervisor and its port). deploying:
     whether the run deploys (a partial group is refused only then). allow_partial:
     nim_docker_allow_partial_group. secrets_gid, ulimits: the play's nim_docker_secrets_gid and
     nim_docker_ulimits. is_file: tells whether a path is a file on the controller. canary:
-    nim_canary_group, a Docker group of the plan when set.
+    nim_canary_group, a Docker group of the plan when set. container_gid: nim_docker_container_gid.
     """
     errors = []
     if not isinstance(plan, dict) or not plan:
@@ -110,6 +111,14 @@ def preflight_problems(plan, play_hosts, inputs, deploying=True, allow_partial=F
         if present and archive and not summary.get('archive_on_nodes', False) and not is_file(archive):
             errors.append('nim_docker_image_archive=%s: no such file on the controller (set'
                           ' nim_docker_image_archive_on_nodes=true when the path is on the nodes)' % archive)
+        if present and as_bool(summary.get('supervisor', False)) is True:
+            supervisor_port = as_int(summary.get('supervisor_port'))
+            clashes = sorted(name_ for name_, port in (group.get('ports') or {}).items() if as_int(port) == supervisor_port)
+            if clashes:
+                errors.append("group '%s': nim_group_supervisor_port=%s is also the group's %s port (%s): the supervisor "
+                              'listens on every member beside the ranks, on the host network; choose another port'
+                              % (name, summary.get('supervisor_port'), ', '.join(clashes),
+                                 ', '.join('nim_%s_port' % c for c in clashes)))
         mesh_port = summary.get('mesh_port')
         ssh_port = settings.get('nim_ssh_port', '')
         if present and launch.get('ssh_mesh') and mesh_port is not None and as_int(mesh_port) != as_int(ssh_port):
@@ -122,6 +131,11 @@ def preflight_problems(plan, play_hosts, inputs, deploying=True, allow_partial=F
     if not (re.match(r'^[0-9]+$', gid) and int(gid) > 0):
         errors.append('nim_docker_secrets_gid=%s: must be a numeric gid above 0 (the group nimstack-secrets;'
                       ' inventory-wide nim_secrets_gid)' % gid)
+    elif int(gid) < 1000 or int(gid) in (65534, 65535) or int(gid) == as_int(container_gid):
+        errors.append('nim_docker_secrets_gid=%s: the group nimstack-secrets needs a gid of its own, which no other '
+                      'group or account shares: not a system gid (below 1000), not nogroup (65534), not the '
+                      "containers' own gid (nim_docker_container_gid=%s) or a login account's; the default is "
+                      '64910 (inventory-wide nim_secrets_gid)' % (gid, container_gid))
     for limits in [ulimits] + [s.get('ulimits') for s in summaries]:
         wrong = [str(u) for u in _as_list(limits) if not ULIMIT_PATTERN.match(str(u))]
         if wrong:

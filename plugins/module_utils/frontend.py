@@ -18,6 +18,14 @@ import re
 
 _BACKEND_NAME = re.compile(r'[^A-Za-z0-9_.-]+')
 
+# The role's settings frontend_problems() reads, with the role's defaults (roles/nim_frontend/defaults).
+SETTING_DEFAULTS = {'nim_frontend_state': 'present', 'nim_frontend_port': 8080}
+PROBLEM_ON_KUBERNETES = ("nim_frontend host %s is a host of group '%s', which runs on Kubernetes: the front door "
+                         "would log in to it, and the hosts of a Kubernetes group are never contacted; put the front "
+                         "door on another host")
+PROBLEM_PORT = ("nim_frontend_port=%s on host %s is also the %s port (nim_%s_port) of group '%s' on that host: the "
+                "front door and the rank share the host network; choose another port")
+
 
 def served_model(image, override=None):
     """The model name a NIM image serves, or override when the group sets one."""
@@ -57,3 +65,30 @@ def frontend_pools(groups):
                                 'address': group['leader']['address'],
                                 'port': int(group['ports']['api'])})
     return [pools[model] for model in sorted(pools)]
+
+
+def frontend_problems(plan, frontends):
+    """What the front door cannot do with this plan, found on the controller before any host is
+    contacted. frontends: {host: its nim_frontend_* settings} for every host of nim_frontend (a
+    missing setting takes the role's default). A front door on a host of a Kubernetes group, or on
+    a port that a rank of a Docker group listens on on the same host, is refused."""
+    hosts = (plan or {}).get('hosts') or {}
+    groups = (plan or {}).get('groups') or {}
+    problems = []
+    for host in sorted(frontends or {}):
+        settings = dict(SETTING_DEFAULTS)
+        settings.update((k, v) for k, v in (frontends[host] or {}).items() if k in SETTING_DEFAULTS)
+        if settings['nim_frontend_state'] != 'present':
+            continue
+        entry = hosts.get(host) or {}
+        if entry.get('mode') == 'kubernetes':
+            problems.append(PROBLEM_ON_KUBERNETES % (host, entry.get('group')))
+            continue
+        group = groups.get(entry.get('group')) or {}
+        if entry.get('mode') != 'docker' or not group.get('valid'):
+            continue
+        port = str(settings['nim_frontend_port'])
+        for name in sorted(group.get('ports') or {}):
+            if str(group['ports'][name]) == port:
+                problems.append(PROBLEM_PORT % (port, host, name, name, group.get('name')))
+    return problems

@@ -41,6 +41,15 @@ HOST_SSHD_PORT = 22
 
 _HOSTNAME_LABEL = re.compile(r'^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$')
 DNS_LABEL_RE = re.compile(r'^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$')
+# A release of a chart or manifest: v1.2.3, with a pre-release such as -rc.1 (never `latest`, a
+# branch or an empty string: a run must install the same thing each time).
+# A registry as docker login and image references take it: a host name and an optional port.
+REGISTRY_RE = re.compile(r'^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?(:[0-9]{1,5})?$')
+# A registry user name: no whitespace, quote or shell metacharacter ($oauthtoken is NGC's).
+REGISTRY_USER_RE = re.compile(r'^[A-Za-z0-9$._@+-]{1,256}$')
+# A model name as NIM serves it and the front door's ACLs match it (meta/llama-3.1-8b-instruct).
+MODEL_NAME_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,255}$')
+RELEASE_RE = re.compile(r'^v\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$')
 DNS_SUBDOMAIN_RE = re.compile(r'^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$')
 # Docker's reference grammar: lower-case path components, an optional registry host[:port].
 _IMAGE_RE = re.compile(r'^(?:[A-Za-z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*'
@@ -77,6 +86,11 @@ ACCEPT_IMAGE = 'an image repository without tag such as nvcr.io/nim/meta/llama-3
 ACCEPT_IMAGE_TAG = ('a quoted string tag such as "1.10.0" (letters, digits, _ . -; at most 128) or a '
                     'digest sha256:<64 hex digits>')
 ACCEPT_DNS_LABEL = 'a DNS label: 1-63 lower-case letters, digits and -, starting and ending with a letter or digit'
+ACCEPT_REGISTRY = 'a registry host name, optionally with :port, such as nvcr.io or registry.example.com:5000'
+ACCEPT_REGISTRY_USER = 'a user name of letters, digits and $ . _ @ + - (no whitespace, quotes or shell characters)'
+ACCEPT_MODEL_NAME = ('a model name as NIM serves it, such as meta/llama-3.1-8b-instruct: letters, digits and '
+                     '. _ / : @ + -, starting with a letter or digit')
+ACCEPT_RELEASE = 'a release such as v1.2.3 (v, then major.minor.patch, optionally -rc.1)'
 ACCEPT_DNS_SUBDOMAIN = 'a DNS subdomain: lower-case letters, digits, - and ., starting and ending with a letter or digit'
 ACCEPT_HOST_ADDRESS = 'a host name or an IP address, without spaces, newlines or other characters'
 ACCEPT_SECRET = 'a string without whitespace or control characters (set it from ansible-vault or an AWX credential)'
@@ -134,12 +148,15 @@ P_NOT_MAPPING = 'is not a mapping'
 P_BAD_ENV = 'holds an entry that is not NAME: value on one line'
 P_BAD_QUANTITY = 'is not a Kubernetes quantity'
 P_EMPTY = 'is empty'
+P_BAD_RELEASE = 'is not a release version'
+P_BAD_NAME = 'holds characters its use does not allow'
+P_MOUNT_CHARS = 'holds a colon, comma or whitespace, which would change the meaning of a bind mount or a unit line'
 
 PROBLEMS = (P_NOT_INT, P_BOOL_AS_INT, P_OUT_OF_RANGE, P_NOT_NUMBER, P_SSHD_PORT, P_NOT_LIST,
             P_STRING_NOT_LIST, P_NOT_NETWORK, P_WORLD, P_NOT_ABSOLUTE, P_SYSTEM_DIR, P_VIRTUAL_TREE,
             P_NOT_HTTPS, P_TAG_NUMBER, P_BAD_TAG, P_TAG_IN_IMAGE, P_BAD_IMAGE, P_BAD_DNS, P_BAD_ADDRESS,
             P_SECRET_CHARS, P_NOT_STRING, P_NOT_BOOL, P_NOT_CHOICE, P_MULTILINE, P_NOT_MAPPING, P_BAD_ENV,
-            P_BAD_QUANTITY, P_EMPTY)
+            P_BAD_QUANTITY, P_EMPTY, P_BAD_RELEASE, P_BAD_NAME, P_MOUNT_CHARS)
 
 
 class Rule(object):
@@ -297,6 +314,10 @@ def _host_address():
     return Rule(lambda value: None if is_host_address(value) else P_BAD_ADDRESS, ACCEPT_HOST_ADDRESS, kind='str')
 
 
+# A host path lands in bind-mount specs (host:container:mode), mount options and unit lines.
+_MOUNT_BREAKERS = re.compile(r'[:,\s]')
+
+
 def _path_problem(value, kind, empty_ok):
     if not isinstance(value, str):
         return P_NOT_STRING
@@ -311,6 +332,8 @@ def _path_problem(value, kind, empty_ok):
             return None
     if not value.startswith('/'):
         return P_NOT_ABSOLUTE
+    if kind != 'controller' and _MOUNT_BREAKERS.search(value):
+        return P_MOUNT_CHARS
     normal = posixpath.normpath(value)
     if normal.startswith('//'):
         normal = '/' + normal.lstrip('/')
@@ -390,6 +413,26 @@ def _dns(pattern, accepts, empty_ok=False):
             return None
         return None if pattern.match(value) else P_BAD_DNS
     return Rule(check, accepts + (', or empty' if empty_ok else ''), kind='str')
+
+
+def _pattern(regex, accepts, empty_ok=False):
+    """A one-line name that lands in a configuration file or a command (an HAProxy ACL, docker
+    login): only the characters the pattern allows."""
+    def check(value):
+        if not isinstance(value, str):
+            return P_NOT_STRING
+        if value == '' and empty_ok:
+            return None
+        return None if regex.match(value) else P_BAD_NAME
+    return Rule(check, accepts + (', or empty' if empty_ok else ''), kind='str')
+
+
+def _release():
+    def check(value):
+        if not isinstance(value, str):
+            return P_NOT_STRING
+        return None if RELEASE_RE.match(value) else P_BAD_RELEASE
+    return Rule(check, ACCEPT_RELEASE, kind='str')
 
 
 def _secret():
@@ -566,7 +609,7 @@ RULES = {
                          else P_NOT_CHOICE, accepts_choice(('token', 'off'))),
     'nim_ngc_api_key': _secret(),
     # nim_frontend (hosts of group nim_frontend) and the model a group serves behind it
-    'nim_frontend_model': _string(),
+    'nim_frontend_model': _pattern(MODEL_NAME_RE, ACCEPT_MODEL_NAME),
     'nim_frontend_port': _port(not_sshd=True),
     'nim_frontend_bind_address': _host_address(),
     'nim_frontend_api_allowed_cidrs': _sources(True, False, ACCEPT_CIDRS),
@@ -628,13 +671,14 @@ RULES = {
     'nim_firewall_ray_worker_ports': _port_range(),
     'nim_firewall_rules_file': _path('file'),
     # nim_docker
+    'nim_docker_registry': _pattern(REGISTRY_RE, ACCEPT_REGISTRY),
+    'nim_docker_registry_username': _pattern(REGISTRY_USER_RE, ACCEPT_REGISTRY_USER),
     'nim_docker_config_dir': _path('owned'),
     'nim_docker_mesh_dir': _path('owned'),
     'nim_docker_image_staging_dir': _path('owned'),
     'nim_docker_container_prefix': _dns(DNS_LABEL_RE, ACCEPT_DNS_LABEL),
     'nim_docker_container_uid': _int_check(0, _ID),
     'nim_docker_container_gid': _int_check(0, _ID),
-    'nim_docker_registry': _string(empty_ok=False),
     'nim_docker_ngc_api_key': _secret(),
     'nim_docker_transfer_timeout': _int_check(1, _WEEK),
     'nim_docker_transfer_poll_interval': _int_check(1, 3600),
@@ -685,13 +729,16 @@ RULES = {
     'nim_k8s_probe_period': _int_check(1, 3600),
     'nim_k8s_smoke_timeout': _int_check(1, _DAY),
     'lws_namespace': _dns(DNS_LABEL_RE, ACCEPT_DNS_LABEL),
+    'lws_version': _release(),
     'lws_render_dir': _path('controller', empty_ok=True),
     'lws_wait_timeout': _int_check(1, _DAY),
     'nim_operator_namespace': _dns(DNS_LABEL_RE, ACCEPT_DNS_LABEL),
+    'nim_operator_version': _release(),
     'nim_operator_helm_repo_url': _https(False),
     'nim_operator_render_dir': _path('controller', empty_ok=True),
     'nim_operator_wait_timeout': _int_check(1, _DAY),
     'volcano_namespace': _dns(DNS_LABEL_RE, ACCEPT_DNS_LABEL),
+    'volcano_version': _release(),
     'volcano_helm_repo_url': _https(False),
     'volcano_render_dir': _path('controller', empty_ok=True),
     'volcano_wait_timeout': _int_check(1, _DAY),

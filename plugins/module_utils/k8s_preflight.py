@@ -24,6 +24,10 @@ LABEL_KEY_RE = re.compile(r'^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]
 INT_OR_PERCENT_RE = re.compile(r'^(0|[1-9][0-9]{0,5})%?$')
 PARTITION_RE = re.compile(r'^(0|[1-9][0-9]{0,5})$')
 PRIORITY_CLASS_RE = re.compile(r'^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$')
+# A label value (KAI reads the queue from the kai.scheduler/queue label): up to 63 characters.
+LABEL_VALUE_RE = re.compile(r'^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$')
+# A Volcano queue is a cluster-scoped object: its name is a DNS subdomain.
+QUEUE_NAME_RE = re.compile(r'^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$')
 # The LeaderWorkerSet settings a NIMService has no field for, with the defaults that leave them alone.
 LWS_ONLY_DEFAULTS = (
     ('nim_k8s_restart_policy', 'RecreateGroupOnPodRestart'),
@@ -53,6 +57,17 @@ PROBLEM_RESTART_POLICY = ('nim_k8s_restart_policy must be RecreateGroupOnPodRest
 PROBLEM_INT_OR_PERCENT = '%s must be a whole number or a percentage such as 25%%, got %s'
 PROBLEM_ROLLOUT_ZERO = ('nim_k8s_rollout_max_unavailable and nim_k8s_rollout_max_surge cannot both be 0: '
                         'no group could ever be replaced')
+PROBLEM_OVER_100 = ('%s=%s is more than 100%%: LeaderWorkerSet refuses a percentage above 100%% (of the replicas) '
+                    'for maxUnavailable and maxSurge')
+PROBLEM_ROLLOUT_SCALED_ZERO = ("group '%s': nim_k8s_rollout_max_unavailable=%s and nim_k8s_rollout_max_surge=%s "
+                               "come to 0 and 0 of its %d replica(s) (LeaderWorkerSet rounds maxUnavailable down "
+                               "and maxSurge up): no LWS group could ever be replaced, and LeaderWorkerSet refuses "
+                               "it; raise one of them")
+PROBLEM_KAI_QUEUE_LABEL = ('nim_k8s_kai_queue=%s is not a label value (up to 63 letters, digits, -, _ and ., '
+                           'starting and ending with a letter or digit): KAI reads the queue from the '
+                           'kai.scheduler/queue label')
+PROBLEM_VOLCANO_QUEUE_NAME = ('nim_k8s_volcano_queue=%s is not the name of a Volcano queue (a DNS subdomain: lower '
+                              'case, digits, - and .)')
 PROBLEM_PARTITION = 'nim_k8s_rollout_partition must be a whole number of LWS groups (0 updates all), got %s'
 PROBLEM_PRIORITY_CLASS = ('nim_k8s_priority_class=%s is not the name of a PriorityClass '
                           '(a DNS subdomain: lower case, digits, - and .)')
@@ -127,6 +142,10 @@ def settings_problems(settings):
         problems.append(PROBLEM_SCHEDULER % scheduler)
     if scheduler == 'kai' and len(s['nim_k8s_kai_queue']) == 0:
         problems.append(PROBLEM_KAI_QUEUE)
+    if len(s['nim_k8s_kai_queue']) > 0 and not _matches(LABEL_VALUE_RE, s['nim_k8s_kai_queue']):
+        problems.append(PROBLEM_KAI_QUEUE_LABEL % (s['nim_k8s_kai_queue'],))
+    if len(s['nim_k8s_volcano_queue']) > 0 and not _matches(QUEUE_NAME_RE, s['nim_k8s_volcano_queue']):
+        problems.append(PROBLEM_VOLCANO_QUEUE_NAME % (s['nim_k8s_volcano_queue'],))
     for var, wanted in (('nim_k8s_kai_queue', 'kai'), ('nim_k8s_volcano_queue', 'volcano')):
         if len(s[var]) > 0 and scheduler != wanted:
             problems.append(PROBLEM_QUEUE % (var, s[var], wanted, scheduler))
@@ -138,6 +157,8 @@ def settings_problems(settings):
     for var in ('nim_k8s_rollout_max_unavailable', 'nim_k8s_rollout_max_surge'):
         if not _matches(INT_OR_PERCENT_RE, s[var]):
             problems.append(PROBLEM_INT_OR_PERCENT % (var, s[var]))
+        elif _text(s[var]).endswith('%') and int(_text(s[var])[:-1]) > 100:
+            problems.append(PROBLEM_OVER_100 % (var, s[var]))
     if (_text(s['nim_k8s_rollout_max_unavailable']) in ('0', '0%')
             and _text(s['nim_k8s_rollout_max_surge']) in ('0', '0%')):
         problems.append(PROBLEM_ROLLOUT_ZERO)
@@ -185,7 +206,32 @@ def group_problems(group, settings):
                                                    size, layout.get('pipeline_parallel')))
     if size and size > 1 and s['nim_k8s_storage_access_mode'] != 'ReadWriteMany':
         problems.append(PROBLEM_RWX % (name, size, s['nim_k8s_storage_access_mode']))
+    replicas = ((group.get('k8s') or {}).get('replicas'))
+    if valid and not operator and replicas and _rollout_stalls(s, int(replicas)):
+        problems.append(PROBLEM_ROLLOUT_SCALED_ZERO % (name, s['nim_k8s_rollout_max_unavailable'],
+                                                       s['nim_k8s_rollout_max_surge'], int(replicas)))
     return problems
+
+
+def _scaled(value, replicas, round_up):
+    """An int-or-percent as LeaderWorkerSet scales it to the replicas (None: not a valid one)."""
+    text = _text(value)
+    if not _matches(INT_OR_PERCENT_RE, value):
+        return None
+    if not text.endswith('%'):
+        return int(text)
+    share = int(text[:-1]) * replicas
+    return -(-share // 100) if round_up else share // 100
+
+
+def _rollout_stalls(s, replicas):
+    """Whether maxUnavailable (rounded down) and maxSurge (rounded up) both come to 0 for these
+    replicas, where neither is a literal 0 (settings_problems names that case once)."""
+    unavailable = _scaled(s['nim_k8s_rollout_max_unavailable'], replicas, False)
+    surge = _scaled(s['nim_k8s_rollout_max_surge'], replicas, True)
+    literal_zero = (_text(s['nim_k8s_rollout_max_unavailable']) in ('0', '0%')
+                    and _text(s['nim_k8s_rollout_max_surge']) in ('0', '0%'))
+    return unavailable == 0 and surge == 0 and not literal_zero
 
 
 def k8s_problems(plan, settings):

@@ -184,3 +184,24 @@ def test_every_message_is_quoted_on_the_troubleshooting_page():
                     'must be a numeric gid above 0 (the group nimstack-secrets; inventory-wide nim_secrets_gid)',
                     'is pulled from'):
         assert message in page, message
+
+
+def test_the_supervisor_port_must_not_be_a_port_of_the_group():
+    plan = _plan(groups=('a',))
+    inputs = _inputs(plan, supervisor=True, supervisor_port=8000)
+    assert _problems(plan, inputs=inputs) == [
+        "group 'a': nim_group_supervisor_port=8000 is also the group's api port (nim_api_port): the supervisor "
+        'listens on every member beside the ranks, on the host network; choose another port']
+    # Off, or on a port of its own: nothing to clash.
+    assert _problems(plan, inputs=_inputs(plan, supervisor='false', supervisor_port=8000)) == []
+    assert _problems(plan, inputs=_inputs(plan, supervisor=True, supervisor_port='8479')) == []
+
+
+@pytest.mark.parametrize('gid', [1000, 65534, 999, '100'])
+def test_the_secrets_gid_is_one_no_other_group_or_account_shares(gid):
+    plan = _plan(groups=('a',))
+    problems = _problems(plan, secrets_gid=gid)
+    assert len(problems) == 1 and problems[0].startswith('nim_docker_secrets_gid=%s: the group nimstack-secrets' % gid)
+    assert _problems(plan, secrets_gid=64910) == []
+    # The containers' own gid is not the secrets' either.
+    assert _problems(plan, secrets_gid=5000, container_gid=5000)

@@ -1,8 +1,14 @@
 # -*- coding: utf-8 -*-
 """The front door's pools: leaders by served model, from the plan."""
 
-import pytest
+import os
 
+import pytest
+import yaml
+
+from ansible_collections.nimstack.multinode.plugins.module_utils import frontend
+from ansible_collections.nimstack.multinode.plugins.module_utils.nim_plan import build_plan
+from ansible_collections.nimstack.multinode.tests.unit.models import LLAMA_405B
 from ansible_collections.nimstack.multinode.plugins.module_utils.frontend import (
     backend_name, frontend_pools, served_model)
 
@@ -49,3 +55,37 @@ def test_kubernetes_and_invalid_groups_have_no_server():
 
 def test_backend_names_are_safe_identifiers():
     assert backend_name('meta/llama-3.1-405b instruct') == 'model_meta_llama-3.1-405b_instruct'
+
+
+def _mixed_plan():
+    nodes = [{'host': 'd%d' % i, 'address': '10.0.0.%d' % i, 'group': 'dock', 'settings': dict(LLAMA_405B, nim_pipeline_parallel=2)}
+             for i in (1, 2)]
+    nodes += [{'host': 'k%d' % i, 'address': '10.0.1.%d' % i, 'group': 'k8s',
+               'settings': dict(LLAMA_405B, nim_pipeline_parallel=2, nim_deployment_mode='kubernetes')} for i in (1, 2)]
+    plan = build_plan(nodes)
+    assert plan['valid'], plan['errors']
+    return plan
+
+
+def test_a_front_door_on_a_kubernetes_group_s_host_is_refused():
+    plan = _mixed_plan()
+    assert frontend.frontend_problems(plan, {'k1': {}}) == [frontend.PROBLEM_ON_KUBERNETES % ('k1', 'k8s')]
+    assert frontend.frontend_problems(plan, {'k1': {'nim_frontend_state': 'absent'}}) == []
+    assert frontend.frontend_problems(plan, {'door': {}}) == []
+
+
+def test_a_front_door_port_that_a_rank_on_its_host_listens_on_is_refused():
+    plan = _mixed_plan()
+    # d2 is a worker: its sshd port clashes as much as the leader's API port does on d1.
+    assert frontend.frontend_problems(plan, {'d2': {'nim_frontend_port': 2222}}) == [
+        frontend.PROBLEM_PORT % ('2222', 'd2', 'ssh', 'ssh', 'dock')]
+    assert frontend.frontend_problems(plan, {'d1': {'nim_frontend_port': '8000'}}) == [
+        frontend.PROBLEM_PORT % ('8000', 'd1', 'api', 'api', 'dock')]
+    assert frontend.frontend_problems(plan, {'d1': {}}) == []
+
+
+def test_the_defaults_are_the_role_s():
+    path = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'roles', 'nim_frontend', 'defaults', 'main.yml')
+    with open(path) as handle:
+        defaults = yaml.safe_load(handle)
+    assert dict((k, defaults[k]) for k in frontend.SETTING_DEFAULTS) == frontend.SETTING_DEFAULTS

@@ -255,3 +255,35 @@ def test_every_rule_says_what_it_accepts_as_a_type():
     assert [name for name, rule in RULES.items() if rule.kind not in ('int', 'float', 'bool', 'str', 'list', 'dict', 'raw')] == []
     assert RULES['nim_deployment_mode'].choices == ('docker', 'kubernetes')
     assert RULES['nim_api_port'].kind == 'int' and RULES['nim_extra_env'].kind == 'dict'
+
+
+@pytest.mark.parametrize('name', ['lws_version', 'nim_operator_version', 'volcano_version'])
+@pytest.mark.parametrize('value,ok', [('v3.1.2', True), ('v0.10.0-rc.1', True), ('latest', False), ('3.1.2', False),
+                                      ('', False), ('v3.1', False), ('main', False)])
+def test_a_component_version_is_a_release(name, value, ok):
+    assert (check_value(name, value) is None) == ok
+
+
+@pytest.mark.parametrize('name,value,ok', [
+    ('nim_docker_registry', 'nvcr.io', True),
+    ('nim_docker_registry', 'registry.lab:5000', True),
+    ('nim_docker_registry', 'nvcr.io; rm -rf /', False),
+    ('nim_docker_registry', 'https://nvcr.io', False),
+    ('nim_docker_registry', 'NVCR.io', False),
+    ('nim_docker_registry_username', '$oauthtoken', True),
+    ('nim_docker_registry_username', 'robot@example.com', True),
+    ('nim_docker_registry_username', 'me`id`', False),
+    ('nim_docker_registry_username', 'a b', False),
+    ('nim_frontend_model', 'meta/llama-3.1-405b-instruct', True),
+    ('nim_frontend_model', 'my model {x}', False),
+    ('nim_frontend_model', 'model\nacl', False),
+])
+def test_names_that_land_in_a_configuration_file_or_a_command(name, value, ok):
+    assert (check_value(name, value) is None) == ok
+
+
+@pytest.mark.parametrize('value', ['/mnt/c:/etc', '/mnt/a,b', '/mnt/my cache'])
+def test_a_host_path_that_would_change_a_bind_mount_is_refused(value):
+    assert check_value('nim_cache_path', value) == 'holds a colon, comma or whitespace, which would change the meaning of a bind mount or a unit line'
+    # On the controller a path is only a path.
+    assert check_value('nim_k8s_render_dir', value) is None

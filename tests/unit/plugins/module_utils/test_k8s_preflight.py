@@ -245,3 +245,34 @@ def test_capacity_groups_name_the_leaderworkerset_the_nim_operator_builds():
     name = plan['groups']['llama']['k8s']['name']
     assert [g['lws_name'] for g in capacity_groups(plan, OPERATOR)] == [name + '-lws']
     assert [g['lws_name'] for g in capacity_groups(plan, LWS)] == [name]
+
+
+def test_a_rollout_percentage_above_100_is_refused_as_lws_does():
+    settings = dict(LWS, nim_k8s_rollout_max_surge='150%')
+    assert k8s_problems(_plan(), settings) == [k8s_preflight.PROBLEM_OVER_100 % ('nim_k8s_rollout_max_surge', '150%')]
+    assert k8s_problems(_plan(), dict(LWS, nim_k8s_rollout_max_unavailable='100%')) == []
+
+
+def test_percentages_that_come_to_zero_of_the_replicas_are_refused_per_group():
+    # One replica: 50% unavailable rounds down to 0, a surge of 0 stays 0: nothing could be replaced.
+    settings = dict(LWS, nim_k8s_rollout_max_unavailable='50%', nim_k8s_rollout_max_surge=0)
+    assert k8s_problems(_plan(), settings) == [k8s_preflight.PROBLEM_ROLLOUT_SCALED_ZERO % ('default', '50%', 0, 1)]
+    # Two replicas: 50% is one group at a time.
+    assert k8s_problems(_plan(nim_k8s_replicas=2), settings) == []
+    # A surge percentage rounds up: 10% of one replica is one.
+    assert k8s_problems(_plan(), dict(LWS, nim_k8s_rollout_max_unavailable=0, nim_k8s_rollout_max_surge='10%')) == []
+    # Literal zeros are named once, by the settings' own rule.
+    assert k8s_problems(_plan(), dict(LWS, nim_k8s_rollout_max_unavailable=0, nim_k8s_rollout_max_surge=0)) == [
+        k8s_preflight.PROBLEM_ROLLOUT_ZERO]
+
+
+@pytest.mark.parametrize('queue', ['team a', 'team/a', '-team', 'a' * 64, '{{x}}'])
+def test_a_kai_queue_must_be_a_label_value(queue):
+    assert k8s_problems(_plan(), dict(LWS, nim_k8s_scheduler='kai', nim_k8s_kai_queue=queue)) == [
+        k8s_preflight.PROBLEM_KAI_QUEUE_LABEL % queue]
+
+
+@pytest.mark.parametrize('queue', ['Team-A', 'team a', 'team_a'])
+def test_a_volcano_queue_must_be_an_object_name(queue):
+    assert k8s_problems(_plan(), dict(LWS, nim_k8s_scheduler='volcano', nim_k8s_volcano_queue=queue)) == [
+        k8s_preflight.PROBLEM_VOLCANO_QUEUE_NAME % queue]
