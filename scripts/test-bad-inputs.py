@@ -149,6 +149,11 @@ def run_case(repo, case, workdir, shim_dir):
     else:
         playbook = 'site.yml' if case.get('playbook') == 'site' else 'preflight.yml'
         command = ['ansible-playbook', '-i', inventory, os.path.join(repo, 'playbooks', playbook)]
+    if case.get('extra_vars'):
+        extra = os.path.join(folder, 'extra-vars.json')
+        with open(extra, 'w') as handle:
+            json.dump(case['extra_vars'], handle)
+        command += ['-e', '@' + extra]
     for option in ('limit', 'tags'):
         if case.get(option):
             command += ['--' + option, case[option]]

@@ -17,6 +17,8 @@ from ansible_collections.nimstack.multinode.plugins.module_utils.inventory_check
     check_inventory as _check_inventory,
 )
 from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import CHECKED_VARIABLES
+from ansible_collections.nimstack.multinode.plugins.module_utils.inventory_checks import CONTROLLER_PREFIXES
+from ansible_collections.nimstack.multinode.plugins.module_utils.nim_plan import SETTING_NAMES
 
 _HOST_VARS = ('nim_group', 'nim_node_rank')
 _OS_FACTS = ('distribution', 'distribution_version', 'distribution_major_version', 'os_family')
@@ -28,9 +30,8 @@ def _pick(hostvars, host, names):
     return dict((name, hvars[name]) for name in names if name in hvars)
 
 
-def _inputs(hostvars, host):
+def _inputs(hvars):
     # A value whose template cannot be resolved here is left to the role that uses it.
-    hvars = hostvars[host]
     picked = {}
     for name in CHECKED_VARIABLES:
         if name in hvars:
@@ -38,6 +39,17 @@ def _inputs(hostvars, host):
                 picked[name] = hvars[name]
             except Exception:  # pylint: disable=broad-except
                 continue
+    return picked
+
+
+def _controller_settings(hvars):
+    """The settings of the controller's plays that a host's variables hold."""
+    picked = {}
+    for name in [n for n in hvars if isinstance(n, str) and n.startswith(CONTROLLER_PREFIXES)]:
+        try:
+            picked[name] = hvars[name]
+        except Exception:  # pylint: disable=broad-except
+            continue
     return picked
 
 
@@ -57,19 +69,32 @@ def inventory_problems(hostvars, groups, ansible_version, node_group=DEFAULT_NOD
         for host in hosts:
             facts = hostvars[host].get('ansible_facts') or {}
             host_facts[host] = dict((name, facts.get(name)) for name in _OS_FACTS)
-    input_vars = None
+    input_vars = node_settings = controller = None
     if check_inputs:
         input_hosts = list(hosts)
         for group in input_groups or ():
             input_hosts.extend(h for h in (groups or {}).get(group) or [] if h not in input_hosts)
-        input_vars = dict((host, _inputs(hostvars, host)) for host in input_hosts)
+        input_vars = {}
+        node_settings = {}
+        nodes = set(hosts)
+        for host in input_hosts:
+            hvars = hostvars[host]
+            input_vars[host] = _inputs(hvars)
+            if host in nodes:
+                node_settings[host] = _controller_settings(hvars)
+        # The controller (the implicit localhost included) sees extra vars and group_vars/all.
+        try:
+            controller = _controller_settings(hostvars['localhost'])
+        except KeyError:
+            controller = {}
     try:
         return _check_inventory(groups, host_vars, ansible_version, node_group=node_group,
                                 default_group=default_group, min_version=min_version,
                                 max_version=max_version,
                                 supported_os=supported_os or DEFAULT_SUPPORTED_OS,
                                 host_facts=host_facts, input_vars=input_vars,
-                                inventory=check_inventory)
+                                inventory=check_inventory, node_settings=node_settings,
+                                controller_settings=controller, plan_settings=SETTING_NAMES)
     except InventoryCheckError as exc:
         raise AnsibleFilterError('inventory_problems: %s' % exc)
 

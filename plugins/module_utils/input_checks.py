@@ -768,7 +768,7 @@ def check_value(name, value):
     return rule.check(value)
 
 
-def _where(hosts, group_of, members):
+def where(hosts, group_of, members):
     """Name the hosts of one finding: a whole deployment group by its name, else the hosts."""
     groups = sorted(set(group_of.get(h) for h in hosts if group_of.get(h) is not None))
     if len(groups) == 1 and set(hosts) == set(members.get(groups[0], ())) and len(hosts) > 1:
@@ -816,5 +816,5 @@ def check_inputs(hosts, host_vars, group_of=None):
     for key in order:
         name, shown, problem = key
         problems.append('%s: %s=%s %s; accepted: %s'
-                        % (_where(findings[key], group_of, members), name, shown, problem, RULES[name].accepts))
+                        % (where(findings[key], group_of, members), name, shown, problem, RULES[name].accepts))
     return problems

@@ -14,7 +14,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import check_inputs
+from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import check_inputs, where
 from ansible_collections.nimstack.multinode.plugins.module_utils.platforms import SUPPORTED_OS
 
 DEFAULT_NODE_GROUP = 'nim_nodes'
@@ -208,14 +208,53 @@ def check_os(hosts, host_facts, supported_os=DEFAULT_SUPPORTED_OS):
     return problems
 
 
+# The settings of the plays that run on the controller alone (the Kubernetes play and its
+# components): they read them as the controller sees them, never from the nodes' groups.
+CONTROLLER_PREFIXES = ('nim_k8s_', 'lws_', 'nim_operator_', 'volcano_')
+PROBLEM_CONTROLLER_SETTING = ('%s: %s is set for the nodes (group_vars of nim_nodes or of a child group, or host '
+                              'vars), but the Kubernetes play runs on the controller and reads it there, where it '
+                              'has %s; set it where the controller sees it too: group_vars/all, or -e')
+
+
+def check_controller_settings(hosts, node_settings, controller_settings, group_of=None, plan_settings=()):
+    """The settings of the controller's plays (CONTROLLER_PREFIXES) that a node sees with another value
+    than the controller does: the play would silently use the controller's. node_settings:
+    {host: {name: value}} of those settings on each node; controller_settings: the controller's
+    {name: value}; plan_settings: names the plan reads per group from the nodes (nim_k8s_namespace)."""
+    group_of = group_of or {}
+    members = {}
+    for host in hosts:
+        members.setdefault(group_of.get(host), []).append(host)
+    findings = {}
+    order = []
+    for host in hosts:
+        for name, value in sorted((node_settings.get(host) or {}).items()):
+            if name in plan_settings or not name.startswith(CONTROLLER_PREFIXES):
+                continue
+            if name in controller_settings and controller_settings[name] == value:
+                continue
+            # Never the values: a key may be among them.
+            shown = 'another value' if name in controller_settings else "none (the role's default applies)"
+            key = (name, shown)
+            if key not in findings:
+                findings[key] = []
+                order.append(key)
+            findings[key].append(host)
+    return [PROBLEM_CONTROLLER_SETTING % (where(findings[key], group_of, members), key[0], key[1]) for key in order]
+
+
 def check_inventory(groups, host_vars, ansible_version, node_group=DEFAULT_NODE_GROUP,
                     default_group='default', min_version=DEFAULT_MIN_VERSION,
                     max_version=DEFAULT_MAX_VERSION, supported_os=DEFAULT_SUPPORTED_OS,
-                    host_facts=None, input_vars=None, inventory=True):
+                    host_facts=None, input_vars=None, inventory=True, node_settings=None, controller_settings=None,
+                    plan_settings=()):
     """Run every check; return the list of problems (empty when all is well).
 
     inventory False leaves out the version, node group, group name and rank checks (a later OS
     check of a run whose inventory was validated already); the input and OS checks still run.
+
+    node_settings / controller_settings (check_controller_settings) add the check that the settings
+    of the controller's plays are not set for the nodes alone; None skips it.
 
     host_facts None skips the OS check (no host contacted, e.g. controller-only planning).
     input_vars ({host: {variable: value}}, the public variables the inventory sets on the nodes
@@ -235,6 +274,10 @@ def check_inventory(groups, host_vars, ansible_version, node_group=DEFAULT_NODE_
             group_of[host] = default_group if group is None else group
         others = [host for host in input_vars if host not in group_of]
         problems.extend(check_inputs(hosts + others, input_vars, group_of))
+    if node_settings is not None:
+        group_of = dict((host, (host_vars.get(host) or {}).get('nim_group') or default_group) for host in hosts)
+        problems.extend(check_controller_settings(hosts, node_settings, controller_settings or {}, group_of,
+                                                  plan_settings))
     if host_facts is not None:
         problems.extend(check_os(hosts, host_facts, supported_os))
     return problems

@@ -193,3 +193,20 @@ def test_group_name_rule_is_the_one_the_planner_applies():
         named = [e for e in planned['errors'] if 'not a valid group name' in e]
         assert (problems == []) is accepted
         assert (named == []) is accepted
+
+
+def test_a_setting_of_the_controller_s_plays_set_for_the_nodes_alone_is_refused():
+    from ansible_collections.nimstack.multinode.plugins.module_utils.inventory_checks import (
+        PROBLEM_CONTROLLER_SETTING, check_controller_settings)
+    hosts = ['a', 'b']
+    group_of = {'a': 'g', 'b': 'g'}
+    nodes = {'a': {'nim_k8s_backend': 'lws', 'nim_k8s_namespace': 'x'}, 'b': {'nim_k8s_backend': 'lws'}}
+    # Unset on the controller: the play would use the role's default.
+    assert check_controller_settings(hosts, nodes, {}, group_of, plan_settings=('nim_k8s_namespace',)) == [
+        PROBLEM_CONTROLLER_SETTING % ("group 'g' (hosts a, b)", 'nim_k8s_backend', "none (the role's default applies)")]
+    # Another value there: named without either value (a key may be one).
+    assert check_controller_settings(['a'], {'a': {'nim_k8s_ngc_api_key': 's3cret'}}, {'nim_k8s_ngc_api_key': 'other'}) == [
+        PROBLEM_CONTROLLER_SETTING % ('host a', 'nim_k8s_ngc_api_key', 'another value')]
+    # The same value (group_vars/all, -e): nothing to say; names of other roles are not looked at.
+    assert check_controller_settings(hosts, nodes, {'nim_k8s_backend': 'lws'}, group_of, ('nim_k8s_namespace',)) == []
+    assert check_controller_settings(['a'], {'a': {'nim_docker_registry': 'x'}}, {}) == []
