@@ -126,6 +126,8 @@ def run_stage(workdir, name, inventory_path, playbook, extra):
 
 
 STAGES = ('preflight', 'kubernetes_render')
+# Both stages of up to 1,000 hosts, plan and render, in under this many seconds.
+TARGET_S = 30
 
 
 def bench(size, workdir, stages=STAGES):
@@ -176,10 +178,10 @@ def main(argv):
         results = [bench(size, workdir, stages) for size in sizes]
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    json.dump({'results': results, 'target_s': 60, 'stages': list(stages),
+    json.dump({'results': results, 'target_s': TARGET_S, 'stages': list(stages),
                'forks': os.environ.get('ANSIBLE_FORKS', 'ansible.cfg'),
                'strategy': os.environ.get('ANSIBLE_STRATEGY', 'linear'),
-               'passed': all(r['wall_s'] < 60 for r in results if r['hosts'] <= 1000)}, sys.stdout, indent=2)
+               'passed': all(r['wall_s'] < TARGET_S for r in results if r['hosts'] <= 1000)}, sys.stdout, indent=2)
     sys.stdout.write('\n')
     return 0
 
