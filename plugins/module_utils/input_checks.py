@@ -405,34 +405,25 @@ def operator_image(image, tag):
     return {'repository': repository, 'tag': last}
 
 
+def _pattern(regex, accepts, empty_ok=False, problem=P_BAD_NAME):
+    """A string the pattern matches whole; problem names what else it is. By default a one-line name
+    that lands in a configuration file or a command (an HAProxy ACL, docker login): only the
+    characters the pattern allows."""
+    def check(value):
+        if not isinstance(value, str):
+            return P_NOT_STRING
+        if value == '' and empty_ok:
+            return None
+        return None if regex.match(value) else problem
+    return Rule(check, accepts + (', or empty' if empty_ok else ''), kind='str')
+
+
 def _dns(pattern, accepts, empty_ok=False):
-    def check(value):
-        if not isinstance(value, str):
-            return P_NOT_STRING
-        if value == '' and empty_ok:
-            return None
-        return None if pattern.match(value) else P_BAD_DNS
-    return Rule(check, accepts + (', or empty' if empty_ok else ''), kind='str')
-
-
-def _pattern(regex, accepts, empty_ok=False):
-    """A one-line name that lands in a configuration file or a command (an HAProxy ACL, docker
-    login): only the characters the pattern allows."""
-    def check(value):
-        if not isinstance(value, str):
-            return P_NOT_STRING
-        if value == '' and empty_ok:
-            return None
-        return None if regex.match(value) else P_BAD_NAME
-    return Rule(check, accepts + (', or empty' if empty_ok else ''), kind='str')
+    return _pattern(pattern, accepts, empty_ok, problem=P_BAD_DNS)
 
 
 def _release():
-    def check(value):
-        if not isinstance(value, str):
-            return P_NOT_STRING
-        return None if RELEASE_RE.match(value) else P_BAD_RELEASE
-    return Rule(check, ACCEPT_RELEASE, kind='str')
+    return _pattern(RELEASE_RE, ACCEPT_RELEASE, problem=P_BAD_RELEASE)
 
 
 def _secret():
@@ -791,30 +782,32 @@ def check_inputs(hosts, host_vars, group_of=None):
     the inventory or -e sets (only names in RULES are read). group_of: {host: nim_group}, to name a
     whole deployment group instead of its hosts.
     """
-    group_of = group_of or {}
-    members = {}
-    for host in hosts:
-        members.setdefault(group_of.get(host), []).append(host)
-    findings = {}
-    order = []
+    findings = []
     for host in hosts:
         hvars = host_vars.get(host) or {}
         for name in CHECKED_VARIABLES:
             if name not in hvars:
                 continue
-            rule = RULES[name]
             value = hvars[name]
             problem = check_value(name, value)
-            if problem is None:
-                continue
-            key = (name, show(value, rule.secret), problem)
-            if key not in findings:
-                findings[key] = []
-                order.append(key)
-            findings[key].append(host)
-    problems = []
-    for key in order:
-        name, shown, problem = key
-        problems.append('%s: %s=%s %s; accepted: %s'
-                        % (where(findings[key], group_of, members), name, shown, problem, RULES[name].accepts))
-    return problems
+            if problem is not None:
+                findings.append((host, (name, show(value, RULES[name].secret), problem)))
+    return ['%s: %s=%s %s; accepted: %s' % (place, name, shown, problem, RULES[name].accepts)
+            for place, (name, shown, problem) in by_place(hosts, findings, group_of)]
+
+
+def by_place(hosts, findings, group_of=None):
+    """Findings ([(host, key)]) as one (where, key) per key, in the order first found, where naming
+    a whole deployment group when every host of it has the key (group_of: {host: nim_group})."""
+    group_of = group_of or {}
+    members = {}
+    for host in hosts:
+        members.setdefault(group_of.get(host), []).append(host)
+    found = {}
+    order = []
+    for host, key in findings:
+        if key not in found:
+            found[key] = []
+            order.append(key)
+        found[key].append(host)
+    return [(where(found[key], group_of, members), key) for key in order]

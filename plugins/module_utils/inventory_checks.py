@@ -14,7 +14,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import check_inputs, where
+from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import by_place, check_inputs
 from ansible_collections.nimstack.multinode.plugins.module_utils.platforms import SUPPORTED_OS
 
 DEFAULT_NODE_GROUP = 'nim_nodes'
@@ -221,12 +221,7 @@ def check_controller_settings(hosts, node_settings, controller_settings, group_o
     than the controller does: the play would silently use the controller's. node_settings:
     {host: {name: value}} of those settings on each node; controller_settings: the controller's
     {name: value}; plan_settings: names the plan reads per group from the nodes (nim_k8s_namespace)."""
-    group_of = group_of or {}
-    members = {}
-    for host in hosts:
-        members.setdefault(group_of.get(host), []).append(host)
-    findings = {}
-    order = []
+    findings = []
     for host in hosts:
         for name, value in sorted((node_settings.get(host) or {}).items()):
             if name in plan_settings or not name.startswith(CONTROLLER_PREFIXES):
@@ -235,12 +230,8 @@ def check_controller_settings(hosts, node_settings, controller_settings, group_o
                 continue
             # Never the values: a key may be among them.
             shown = 'another value' if name in controller_settings else "none (the role's default applies)"
-            key = (name, shown)
-            if key not in findings:
-                findings[key] = []
-                order.append(key)
-            findings[key].append(host)
-    return [PROBLEM_CONTROLLER_SETTING % (where(findings[key], group_of, members), key[0], key[1]) for key in order]
+            findings.append((host, (name, shown)))
+    return [PROBLEM_CONTROLLER_SETTING % (place, name, shown) for place, (name, shown) in by_place(hosts, findings, group_of)]
 
 
 def check_inventory(groups, host_vars, ansible_version, node_group=DEFAULT_NODE_GROUP,

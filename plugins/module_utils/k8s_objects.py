@@ -25,34 +25,21 @@ import math
 import posixpath
 import re
 
+from ansible_collections.nimstack.multinode.plugins.module_utils import k8s_preflight
+from ansible_collections.nimstack.multinode.plugins.module_utils.driver_plan import as_int
 from ansible_collections.nimstack.multinode.plugins.module_utils.k8s_operator import template_safe_labels
 
-# The role's settings the objects read, with the role's defaults (roles/nim_k8s/defaults/main.yml).
-SETTING_DEFAULTS = {
-    'nim_k8s_backend': 'nim_operator',
+# The role's settings the objects read, with the role's defaults (roles/nim_k8s/defaults/main.yml):
+# those of the preflight's rules and the objects' own.
+SETTING_DEFAULTS = dict(k8s_preflight.SETTING_DEFAULTS, **{
     'nim_k8s_auth_secret': 'ngc-api-key',
     'nim_k8s_pull_secret': 'ngc-registry',
     'nim_k8s_storage': 'pvc',
     'nim_k8s_pvc_name': '',
     'nim_k8s_storage_class': '',
     'nim_k8s_storage_size': '1Ti',
-    'nim_k8s_storage_access_mode': 'ReadWriteMany',
     'nim_k8s_cache_profiles': [],
-    'nim_k8s_node_selector': {'nvidia.com/gpu.present': 'true'},
-    'nim_k8s_tolerations': [{'key': 'nvidia.com/gpu', 'operator': 'Exists', 'effect': 'NoSchedule'}],
-    'nim_k8s_scheduler': 'default',
-    'nim_k8s_volcano_queue': '',
-    'nim_k8s_kai_queue': '',
-    'nim_k8s_exclusive_topology': '',
     'nim_k8s_resources': {},
-    'nim_k8s_restart_policy': 'RecreateGroupOnPodRestart',
-    'nim_k8s_rollout_max_unavailable': 1,
-    'nim_k8s_rollout_max_surge': 0,
-    'nim_k8s_rollout_partition': 0,
-    'nim_k8s_priority_class': '',
-    'nim_k8s_service_monitor': {},
-    'nim_k8s_router': {},
-    'nim_k8s_compute_domain': '',
     'nim_k8s_image_pull_policy': 'IfNotPresent',
     'nim_k8s_user_id': 1000,
     'nim_k8s_group_id': 2000,
@@ -60,7 +47,7 @@ SETTING_DEFAULTS = {
     'nim_k8s_startup_timeout': 0,
     'nim_k8s_probe_period': 10,
     'nim_k8s_mpi_start_script': '',
-}
+})
 
 # The pod templates' schedulerName by nim_k8s_scheduler (docs/contracts.md, gang scheduling).
 SCHEDULER_NAMES = {'volcano': 'volcano', 'kai': 'kai-scheduler'}
@@ -84,17 +71,6 @@ _WHOLE = re.compile(r'^[0-9]+$')
 
 class K8sObjectsError(Exception):
     """A group or a setting the objects cannot be built from."""
-
-
-def _int(value):
-    """A whole number as Jinja's int filter reads it (0 where it reads none)."""
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        try:
-            return int(float(value))
-        except (TypeError, ValueError):
-            return 0
 
 
 def quantities(resources, name):
@@ -140,7 +116,7 @@ class _Group(object):
         self.name = k8s['name']
         self.namespace = k8s['namespace']
         self.layout = group['layout']
-        self.api_port = _int(group['ports']['api'])
+        self.api_port = as_int(group['ports']['api'])
         launch = group.get('launch') or {}
         self.ssh_mesh = bool(launch.get('ssh_mesh'))
         self.hostfile = bool(launch.get('hostfile'))
@@ -151,7 +127,8 @@ class _Group(object):
         self.ssh_secret = self.name + '-ssh-pk'
         # Where the ranks find the SSH key Secret's entries (its known_hosts and client configuration
         # name them there); empty where the launch needs no SSH trust.
-        self.ssh_key_dir = posixpath.dirname(_mount_targets(group).get('private.key', ''))
+        self.targets = _mount_targets(group)
+        self.ssh_key_dir = posixpath.dirname(self.targets.get('private.key', ''))
         self.labels = {
             'app.kubernetes.io/name': 'nim',
             'app.kubernetes.io/instance': self.name,
@@ -170,15 +147,15 @@ class _Group(object):
             self.workload_annotations['scheduling.volcano.sh/queue-name'] = s['nim_k8s_volcano_queue']
         if s['nim_k8s_exclusive_topology']:
             self.workload_annotations['leaderworkerset.sigs.k8s.io/exclusive-topology'] = s['nim_k8s_exclusive_topology']
-        timeout = _int(s['nim_k8s_startup_timeout'])
-        self.startup_budget = timeout if timeout > 0 else _int(self.layout.get('mpi_start_timeout')) + LOAD_TIME
+        timeout = as_int(s['nim_k8s_startup_timeout'])
+        self.startup_budget = timeout if timeout > 0 else as_int(self.layout.get('mpi_start_timeout')) + LOAD_TIME
         self.probes = self._probes()
 
     def metadata(self, name, labels=None):
         return {'name': name, 'namespace': self.namespace, 'labels': dict(labels or self.labels)}
 
     def _probes(self):
-        period = _int(self.s['nim_k8s_probe_period'])
+        period = as_int(self.s['nim_k8s_probe_period'])
 
         def http(path, seconds, failures):
             return {'httpGet': {'path': path, 'port': self.api_port}, 'periodSeconds': seconds,
@@ -188,7 +165,7 @@ class _Group(object):
                 'liveness': http('/v1/health/live', 30, 3)}
 
     def limits(self, rank):
-        merged = {'nvidia.com/gpu': _int(self.layout['gpus_per_rank'])}
+        merged = {'nvidia.com/gpu': as_int(self.layout['gpus_per_rank'])}
         merged.update(rank.get('resources') or {})
         merged.update(self.s['nim_k8s_resources'].get('limits') or {})
         return quantities(merged, 'nim_k8s_resources.limits')
@@ -227,7 +204,7 @@ def _nimcache(g):
             'source': {'ngc': {'modelPuller': g.group['image'], 'pullSecret': s['nim_k8s_pull_secret'],
                                'authSecret': s['nim_k8s_auth_secret'], 'model': model}},
             'storage': {'pvc': pvc},
-            'userID': _int(s['nim_k8s_user_id']), 'groupID': _int(s['nim_k8s_group_id']),
+            'userID': as_int(s['nim_k8s_user_id']), 'groupID': as_int(s['nim_k8s_group_id']),
             'nodeSelector': s['nim_k8s_node_selector'], 'tolerations': s['nim_k8s_tolerations'],
         },
     }
@@ -242,14 +219,14 @@ def _nimservice(g):
     leader = group['ranks'][0]
     layout = g.layout
     multinode = {'backendType': 'lws',
-                 'parallelism': {'tensor': _int(layout['tensor_parallel']), 'pipeline': _int(layout['pipeline_parallel'])}}
+                 'parallelism': {'tensor': as_int(layout['tensor_parallel']), 'pipeline': as_int(layout['pipeline_parallel'])}}
     # The key of spec.multiNode that runs the group's launch is the plan's launch data (preflight
     # refuses a launch without one).
     launcher = group['launch']['operator_multinode']
     if launcher == 'mpi':
-        multinode['mpi'] = {'mpiStartTimeout': _int(layout['mpi_start_timeout'])}
+        multinode['mpi'] = {'mpiStartTimeout': as_int(layout['mpi_start_timeout'])}
     elif launcher == 'ray':
-        multinode['ray'] = {'rayPort': _int(group['ports'].get('ray', 0))}
+        multinode['ray'] = {'rayPort': as_int(group['ports'].get('ray', 0))}
     else:
         raise K8sObjectsError("group '%s': its launch has no spec.multiNode key for a NIMService" % group['name'])
     domain = s['nim_k8s_compute_domain']
@@ -287,7 +264,7 @@ def _nimservice(g):
                   'pullPolicy': s['nim_k8s_image_pull_policy'], 'pullSecrets': [s['nim_k8s_pull_secret']]},
         'authSecret': s['nim_k8s_auth_secret'],
         'storage': storage,
-        'replicas': _int(group['k8s']['replicas']),
+        'replicas': as_int(group['k8s']['replicas']),
         'resources': resources,
     })
     env = [e for e in leader['env_list'] if 'value' in e and e['name'] not in OPERATOR_ENV]
@@ -298,8 +275,8 @@ def _nimservice(g):
         # 'true' are handed over quoted so that they come back as strings (module_utils/k8s_operator.py).
         'nodeSelector': template_safe_labels(s['nim_k8s_node_selector']),
         'tolerations': s['nim_k8s_tolerations'],
-        'userID': _int(s['nim_k8s_user_id']),
-        'groupID': _int(s['nim_k8s_group_id']),
+        'userID': as_int(s['nim_k8s_user_id']),
+        'groupID': as_int(s['nim_k8s_group_id']),
         'expose': expose,
     })
     if s['nim_k8s_service_monitor']:
@@ -327,7 +304,7 @@ def _mpi_start_script(g):
 
 def _volumes(g):
     """(leader volumes, leader mounts, worker volumes, worker mounts), at the launch mounts' targets."""
-    targets = _mount_targets(g.group)
+    targets = g.targets
     volumes = [{'name': 'model-store', 'persistentVolumeClaim': {'claimName': g.pvc}},
                {'name': 'dshm', 'emptyDir': {'medium': 'Memory', 'sizeLimit': g.shm_size()}}]
     mounts = [{'name': 'model-store', 'mountPath': targets['cache']},
@@ -369,9 +346,9 @@ def _pod_spec(g, container, volumes):
         spec['schedulerName'] = g.scheduler_name
     if s['nim_k8s_priority_class']:
         spec['priorityClassName'] = s['nim_k8s_priority_class']
-    gid = _int(s['nim_k8s_group_id'])
+    gid = as_int(s['nim_k8s_group_id'])
     spec.update({
-        'securityContext': {'runAsUser': _int(s['nim_k8s_user_id']), 'runAsGroup': gid, 'fsGroup': gid},
+        'securityContext': {'runAsUser': as_int(s['nim_k8s_user_id']), 'runAsGroup': gid, 'fsGroup': gid},
         'imagePullSecrets': [{'name': s['nim_k8s_pull_secret']}],
         'nodeSelector': s['nim_k8s_node_selector'],
         'tolerations': s['nim_k8s_tolerations'],
@@ -403,7 +380,7 @@ def _leaderworkerset(g):
     group = g.group
     ranks = group['ranks']
     leader, worker = ranks[0], ranks[1] if len(ranks) > 1 else ranks[0]
-    ports = [{'name': name, 'containerPort': _int(number), 'protocol': 'TCP'}
+    ports = [{'name': name, 'containerPort': as_int(number), 'protocol': 'TCP'}
              for name, number in sorted(group['ports'].items(), key=lambda item: item[0].lower())]
     # The leader serves the API (and the Ray head or the rendezvous); workers run sshd or Ray.
     leader_ports = [p for p in ports if p['name'] != 'ssh']
@@ -427,14 +404,14 @@ def _leaderworkerset(g):
     return {
         'apiVersion': 'leaderworkerset.x-k8s.io/v1', 'kind': 'LeaderWorkerSet', 'metadata': metadata,
         'spec': {
-            'replicas': _int(group['k8s']['replicas']),
+            'replicas': as_int(group['k8s']['replicas']),
             'startupPolicy': 'LeaderCreated',
             'rolloutStrategy': {'type': 'RollingUpdate', 'rollingUpdateConfiguration': {
                 'maxUnavailable': _int_or_percent(s['nim_k8s_rollout_max_unavailable']),
                 'maxSurge': _int_or_percent(s['nim_k8s_rollout_max_surge']),
-                'partition': _int(s['nim_k8s_rollout_partition'])}},
+                'partition': as_int(s['nim_k8s_rollout_partition'])}},
             'leaderWorkerTemplate': {
-                'size': _int(group['size']),
+                'size': as_int(group['size']),
                 # A dead rank breaks the whole group: by default every pod of it is recreated, not
                 # only the one that died (RecreateGroupAfterStart: only once the group has
                 # started; None: the pod alone).

@@ -4,8 +4,10 @@ in tests/k8s validate whole renders against the API's and the CRDs' schemas)."""
 
 import copy
 import hashlib
+import os
 
 import pytest
+import yaml
 
 from ansible_collections.nimstack.multinode.plugins.module_utils import k8s_objects
 from ansible_collections.nimstack.multinode.plugins.module_utils.k8s_objects import K8sObjectsError, group_spec, group_specs
@@ -160,3 +162,10 @@ def test_group_specs_takes_the_kubernetes_groups_the_planner_could_plan():
     assert plan['groups']['k']['valid'] and not plan['groups']['bad']['valid']
     assert list(group_specs(plan, LWS)) == ['k']
     assert group_specs({}, LWS) == {}
+
+
+def test_the_defaults_are_the_role_s():
+    path = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'roles', 'nim_k8s', 'defaults', 'main.yml')
+    with open(path) as handle:
+        defaults = yaml.safe_load(handle)
+    assert dict((k, defaults[k]) for k in k8s_objects.SETTING_DEFAULTS) == k8s_objects.SETTING_DEFAULTS
