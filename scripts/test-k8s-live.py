@@ -234,6 +234,30 @@ def rendered(inv, extra):
     return out
 
 
+def snapshot():
+    """The test namespace in a few lines: each pod's node, phase, readiness and restarts, each
+    workload's state."""
+    lines = []
+    for kind in ('pods', 'leaderworkersets', 'nimcaches', 'nimservices'):
+        try:
+            found = items(kind)
+        except Failure as error:
+            lines.append('no %s: %s' % (kind, str(error)[:100]))
+            continue
+        for obj in found:
+            status = obj.get('status') or {}
+            if kind == 'pods':
+                restarts = sum(c.get('restartCount', 0) for c in status.get('containerStatuses') or [])
+                lines.append('Pod %s on %s: %s, ready %s, restarts %d%s' % (
+                    obj['metadata']['name'], obj['spec'].get('nodeName', '-'), status.get('phase'), ready(obj),
+                    restarts, ', deleting' if obj['metadata'].get('deletionTimestamp') else ''))
+            else:
+                lines.append('%s %s: state %s, conditions %s' % (
+                    obj['kind'], obj['metadata']['name'], status.get('state', '-'),
+                    ', '.join('%s=%s' % (c['type'], c['status']) for c in status.get('conditions') or [])))
+    return lines[:30]
+
+
 def check_racks(label, racks):
     """Each group in one rack ({group: racks of its pods}), no two groups in the same one."""
     for group, where in racks.items():
@@ -1098,7 +1122,7 @@ def main():
             say('== %s passed in %.0f s' % (stage.__name__, time.monotonic() - t))
         except Failure as error:
             say('== %s FAILED: %s' % (stage.__name__, error))
-            failed.append(stage.__name__)
+            failed.append('%s: %s' % (stage.__name__, error))
             break
     if OWN:
         kubectl('delete', 'namespace', NS, '--wait=false', parse=False, check_rc=False)
@@ -1108,7 +1132,10 @@ def main():
         json.dump(SUMMARY, handle, indent=2, sort_keys=True)
     print(json.dumps(SUMMARY, indent=2, sort_keys=True))
     if failed:
-        sys.exit('test-k8s-live: FAILED: %s' % ', '.join(failed))
+        # Last, where a CI log's tail shows it: what the cluster held, then what failed.
+        for line in snapshot():
+            say('   ' + line)
+        sys.exit('test-k8s-live: FAILED: %s' % ''.join(failed)[:1500])
     say('test-k8s-live: every stage that ran passed in %.0f s, %d playbook runs' % (SUMMARY['seconds'], Play.count))
     for name, why in sorted(SUMMARY['not_run'].items()):
         say('test-k8s-live: NOT RUN: %s (%s)' % (name, why))
