@@ -806,7 +806,8 @@ def check_operator_groups(label, contract, groups):
         check(done and done[0] <= service['metadata']['creationTimestamp'],
               '%s: NIMService nim-%s was applied at %s, before its NIMCache was Ready (%s)'
               % (label, group, service['metadata']['creationTimestamp'], done))
-        profiles = [p['name'] for p in cache['status'].get('profiles', [])]
+        # A set: the operator may list a profile twice (docs/contracts.md).
+        profiles = sorted({p['name'] for p in cache['status'].get('profiles', [])})
         check(profiles == ['standin-tp8-pp2-bf16'] or OWN and profiles,
               '%s: NIMCache nim-%s selected %s' % (label, group, profiles))
         lws = kubectl('get', 'lws', 'nim-%s-lws' % group, '-n', NS, '-o', 'json')
