@@ -20,6 +20,14 @@ subprocess.check_call([sys.executable, '-m', 'ensurepip', '--default-pip'])
 subprocess.check_call([sys.executable, '-m', 'pip', 'install'] + args)
 PY
 tree=$(scripts/collection-tree.sh build/sanity)
+# The collections whose module_utils this one's modules import (kubernetes.core's API client),
+# beside it, where ansible-test looks for them.
+for dependency in kubernetes/core; do
+  source=$(python3 -c 'import importlib.util, sys; print(list(importlib.util.find_spec(sys.argv[1]).submodule_search_locations)[0])' \
+    "ansible_collections.${dependency/\//.}")
+  mkdir -p "build/sanity/ansible_collections/${dependency%/*}"
+  ln -sfn "$source" "build/sanity/ansible_collections/$dependency"
+done
 cd "$tree"
 git init -q . && git add -A >/dev/null
 ansible-test sanity --local --python "$python_version" --color no "$@"

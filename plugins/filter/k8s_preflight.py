@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, nimstack maintainers
 # SPDX-License-Identifier: Apache-2.0
-"""Filters k8s_groups, k8s_problems, k8s_capacity_groups and k8s_group_specs of the role nim_k8s (docs in the .yml files)."""
+"""Filters k8s_groups, k8s_problems, k8s_capacity_groups, k8s_group_specs and k8s_references of the role nim_k8s
+(docs in the .yml files)."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -43,6 +44,14 @@ def k8s_group_specs(plan, settings):
         raise AnsibleFilterError('k8s_group_specs: %s' % exc)
 
 
+def k8s_references(objects):
+    if not isinstance(objects, list) or not all(isinstance(o, dict) and isinstance(o.get('metadata'), dict) for o in objects):
+        raise AnsibleFilterError('k8s_references: expects a list of Kubernetes objects, got %r' % (objects,))
+    return [{'apiVersion': o.get('apiVersion'), 'kind': o.get('kind'),
+             'metadata': dict((k, o['metadata'][k]) for k in ('name', 'namespace') if k in o['metadata'])}
+            for o in objects]
+
+
 class FilterModule(object):
     def filters(self):
         return {
@@ -50,4 +59,5 @@ class FilterModule(object):
             'k8s_problems': k8s_problems,
             'k8s_capacity_groups': k8s_capacity_groups,
             'k8s_group_specs': k8s_group_specs,
+            'k8s_references': k8s_references,
         }
