@@ -7,15 +7,15 @@
 #   stream a: lab-test -> docker-path-test -> contracts-test (one 3-host lab, prepared once,
 #             handed on)
 #   stream b: security-test (a 4-host lab of its own), then the molecule scenarios of every role
-#             but the NVIDIA ones
+#             but the NVIDIA ones, then the render tests (k8s: no containers, pure controller CPU)
 #   stream c: the live Kubernetes stage's LWS steps (k8s-live-lws-test: the Kubernetes roles on a
 #             live control plane, built from the Go module proxy and the release trees and cached
 #             outside the clone; on a machine whose caches are cold, as CI's are, the build takes
 #             about 11 minutes of this stream), then the NVIDIA roles' molecule scenarios
-#   stream d: the render tests (k8s) and the bad inputs (no containers, pure controller CPU; they
-#             used to run between the quick static checks and the labs, where their dependent
-#             renders kept one core idle for minutes), then the live stage's NIM Operator steps on
-#             a second cluster (k8s-live-operator-test; its build waits for stream c's)
+#   stream d: the bad inputs (no containers, pure controller CPU), then the live stage's NIM
+#             Operator steps on a second cluster (k8s-live-operator-test; its build waits for
+#             stream c's). The longest stream on CI, whose caches are cold: the render tests moved
+#             from it to stream b.
 #
 # The streams are balanced by their measured times (docs/testing.md has the latest). Not among
 # them, each with a lab of its own (docs/testing.md says what the suite checks of the same
@@ -37,9 +37,9 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 
 stream_a=(lab-test docker-path-test contracts-test)
-stream_b=(security-test molecule-others)
+stream_b=(security-test molecule-others k8s)
 stream_c=(k8s-live-lws-test molecule-nvidia)
-stream_d=(k8s bad-inputs k8s-live-operator-test)
+stream_d=(bad-inputs k8s-live-operator-test)
 
 # What the streams need is made once, before they start: the Docker engine, the lab's host
 # image and the stand-in image with its archive (two builds of one archive would race).
