@@ -14,10 +14,10 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 test: deps static labs
 
 # lint, units, build-check, sanity and docs-check, two at a time where that fills the two cores
-# (scripts/test-static.sh says which run together); make test runs k8s and bad-inputs beside the
+# (tests/e2e/test-static.sh says which run together); make test runs k8s and bad-inputs beside the
 # labs.
 static: deps
-	scripts/test-static.sh
+	tests/e2e/test-static.sh
 
 deps: $(VENV)/.deps-stamp link
 
@@ -42,7 +42,7 @@ k8s: deps
 	$(PY) -m pytest -q tests/k8s
 
 build-check: deps
-	scripts/build-check.sh
+	tests/build/build-check.sh
 
 sanity: deps
 	scripts/sanity.sh
@@ -52,11 +52,11 @@ sanity: deps
 # each case is refused naming its variable, or accepted; no host contacted, no traceback, no key
 # in the output, a user's own file in the render directory kept. Two cases at a time.
 bad-inputs: deps
-	$(PY) scripts/test-bad-inputs.py
+	$(PY) tests/e2e/test-bad-inputs.py
 
 # Roles on real systemd hosts (Docker, built locally): molecule per role, then the lab end to end.
 molecule: deps
-	scripts/test-molecule.sh
+	tests/e2e/test-molecule.sh
 
 # The molecule scenarios in two halves, so that make test runs them in two streams. make test
 # leaves out the scenarios whose every check another step of it makes (make molecule runs them):
@@ -69,70 +69,70 @@ molecule: deps
 MOLECULE_NVIDIA := nvidia_driver nvidia_container_toolkit
 MOLECULE_NOT_IN_TEST := nvidia_driver/families nvidia_container_toolkit/families docker/default ssh_mesh/default
 molecule-nvidia: deps
-	MOLECULE_SKIP="$(MOLECULE_NOT_IN_TEST)" scripts/test-molecule.sh $(MOLECULE_NVIDIA)
+	MOLECULE_SKIP="$(MOLECULE_NOT_IN_TEST)" tests/e2e/test-molecule.sh $(MOLECULE_NVIDIA)
 
 molecule-others: deps
-	MOLECULE_SKIP="$(MOLECULE_NOT_IN_TEST)" scripts/test-molecule.sh --except $(MOLECULE_NVIDIA)
+	MOLECULE_SKIP="$(MOLECULE_NOT_IN_TEST)" tests/e2e/test-molecule.sh --except $(MOLECULE_NVIDIA)
 
 # Every lab-based step below, the molecule scenarios, the render tests and the bad inputs, in four
-# streams at once (scripts/test-labs.sh says which).
+# streams at once (tests/e2e/test-labs.sh says which).
 labs: deps
-	scripts/test-labs.sh
+	tests/e2e/test-labs.sh
 
 # The lab-based tests hand one lab on: test-lab.sh prepares it and keeps it (LAB_KEEP), the
 # Docker path and contract tests take it as it is (LAB_REUSE) instead of preparing fresh hosts
 # again, and the contract test takes it down at the end, checking that nothing is left.
 lab-test: deps
-	LAB_KEEP=1 scripts/test-lab.sh
+	LAB_KEEP=1 tests/e2e/test-lab.sh
 
 # The lab's stand-in NIM image speaking each launch contract for real across three containers;
 # not in make test (every lab step runs the stand-in): run it when the stand-in changes.
 standin-test: deps
-	scripts/lab/ensure-docker.sh
-	scripts/lab/test-standin.sh
+	tests/lab/ensure-docker.sh
+	tests/lab/test-standin.sh
 
 # site.yml on the prepared 3-host lab with the stand-in image: ready, smoke test, idempotence, bad
 # input, a worker down before and killed after the rollout, teardown.
 docker-path-test: deps
-	LAB_REUSE=1 LAB_KEEP=1 scripts/test-docker-path.sh
+	LAB_REUSE=1 LAB_KEEP=1 tests/e2e/test-docker-path.sh
 
 # The same inventory under ray and leader_address (and switched to mpi and back), beside a render-only
 # Kubernetes group (one site.yml, two modes, one plan): serving, re-run idempotent, a killed worker recovered by the next run, nothing of the old contract left.
 contracts-test: deps
-	LAB_REUSE=1 scripts/test-contracts.sh
+	LAB_REUSE=1 tests/e2e/test-contracts.sh
 
 # The preflight doctor on a 3-host lab of its own: a healthy lab passes within a minute; a worker
 # with other GPUs, a port blocked by nftables, a missing deployment key and an unshared cache are
 # each named (check + host) in the JSON report.
 doctor-test: deps
-	scripts/test-doctor.sh
+	tests/e2e/test-doctor.sh
 
 # The group security rules on a 4-host lab: two 2-node groups (mpi, ray) in one inventory; each group's ports
 # closed to the other's hosts, the API to non-allowed sources, the Ray head to clients without the
 # token, the deployment key to non-members; nothing left after teardown, no secret in the output.
 security-test: deps
-	scripts/test-security.sh
+	tests/e2e/test-security.sh
 
 # The group supervisor on a lab with a group of two per launch contract: a rank killed with SIGKILL serves
 # again without Ansible in under 2 x a cold start; a rank that dies at every start spends the restart
 # budget and leaves the group failed, reported by playbooks/status.yml and cleared by deploy_docker.yml.
 supervisor-test: deps
-	scripts/test-supervisor.sh
+	tests/e2e/test-supervisor.sh
 
 # Rollouts across groups behind the front door on a 4-host lab: two groups start in one wave, a
 # client streaming through the front door during a rank's kill and the supervisor's re-forming sees
 # no failure, an image change goes one group per wave with the front door probed every second, a
 # failing canary stops the run with the other group untouched.
 rollout-test: deps
-	scripts/test-rollout.sh
+	tests/e2e/test-rollout.sh
 
 # make test's way to run the two: the security test hands its 4-host lab on (prepared, no group
 # left after its teardown), the rollout test takes it as it is and takes it down at the end, so
 # the hosts are prepared once for both.
 SHARED_4_HOST_LAB := NIMSTACK_LAB_PREFIX=nimstack-sec NIMSTACK_LAB_SUBNET=172.30.83.0/24 NIMSTACK_LAB_DIR=$(CURDIR)/build/lab-sec
 security-rollout-test: deps
-	$(SHARED_4_HOST_LAB) LAB_KEEP=1 scripts/test-security.sh
-	$(SHARED_4_HOST_LAB) LAB_REUSE=1 scripts/test-rollout.sh
+	$(SHARED_4_HOST_LAB) LAB_KEEP=1 tests/e2e/test-security.sh
+	$(SHARED_4_HOST_LAB) LAB_REUSE=1 tests/e2e/test-rollout.sh
 
 # docs/variables.md is generated from the roles' argument_specs: fail when it is stale (regenerate
 # with `scripts/docs-reference.py -o docs/variables.md`), and when ansible-doc cannot read a role.
@@ -147,38 +147,38 @@ docs-check: deps
 # site.yml the way AWX runs it: ansible-runner on a private data dir with survey answers as extra
 # vars and the NGC credential as env, on a lab of its own; the key must not leak into the job.
 awx-test: deps
-	scripts/test-awx.sh
+	tests/e2e/test-awx.sh
 
-# A real Kubernetes control plane for the live tests (scripts/k8s/cluster.sh): etcd, the API
+# A real Kubernetes control plane for the live tests (tests/cluster/cluster.sh): etcd, the API
 # server, controller-manager, scheduler and kwok's fake GPU nodes, built from the Go module proxy
 # at pinned versions and cached outside the clone. Leaves it running: build/k8s/kubeconfig.
 k8s-cluster: deps
-	scripts/k8s/cluster.sh up
+	tests/cluster/cluster.sh up
 
 # Stops every process k8s-cluster started and removes build/k8s.
 k8s-cluster-down:
-	scripts/k8s/cluster.sh down
+	tests/cluster/cluster.sh down
 
 # The Kubernetes roles against that cluster (or against KUBECONFIG=... of one's own, see
 # docs/testing.md): install, deploy, re-run, change, refuse, tear down.
 k8s-live-test: deps
-	scripts/test-k8s-live.sh
+	tests/e2e/test-k8s-live.sh
 
 # make test runs the live stage as two, each on a cluster of its own, in two streams: the LWS
 # stages, and the NIM Operator's (a second state directory and port range; its webhook keeps :9443).
 k8s-live-lws-test: deps
-	LIVE_ONLY=stage_refusals,stage_lws,stage_helm,stage_finalizer scripts/test-k8s-live.sh
+	LIVE_ONLY=stage_refusals,stage_lws,stage_helm,stage_finalizer tests/e2e/test-k8s-live.sh
 
 k8s-live-operator-test: deps
 	LIVE_ONLY=stage_operator NIMSTACK_K8S_STATE=$(CURDIR)/build/k8s-operator NIMSTACK_K8S_PORT_BASE=16460 \
-	  NIMSTACK_LIVE_LOGS=$(CURDIR)/build/k8s-live-operator scripts/test-k8s-live.sh
+	  NIMSTACK_LIVE_LOGS=$(CURDIR)/build/k8s-live-operator tests/e2e/test-k8s-live.sh
 
-# The main job: site.yml on a 3-host lab to a serving endpoint (scripts/lab/rollout.sh).
+# The main job: site.yml on a 3-host lab to a serving endpoint (tests/lab/rollout.sh).
 lab: deps
-	scripts/lab/rollout.sh
+	tests/lab/rollout.sh
 
 lab-down:
-	scripts/lab/lab.sh down
+	tests/lab/lab.sh down
 
 clean:
 	rm -rf build tests/output .pytest_cache

@@ -4,9 +4,9 @@
 # print, as JSON, the first-run and re-run wall times and changed counts of each. Not part of
 # `make test`.
 #
-#   scripts/bench-docker-path.sh                       2, 4 and 8 hosts, mpi
-#   scripts/bench-docker-path.sh 2 3                   other sizes (at most 8: the lab model has 8 layers)
-#   scripts/bench-docker-path.sh --contracts mpi,ray,leader_address 3
+#   benchmarks/bench-docker-path.sh                       2, 4 and 8 hosts, mpi
+#   benchmarks/bench-docker-path.sh 2 3                   other sizes (at most 8: the lab model has 8 layers)
+#   benchmarks/bench-docker-path.sh --contracts mpi,ray,leader_address 3
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -25,8 +25,8 @@ while (($#)); do
 done
 ((${#sizes[@]})) || sizes=(2 4 8)
 
-# shellcheck source=scripts/lib-recap.sh
-source "$repo/scripts/lib-recap.sh"
+# shellcheck source=tests/e2e/lib-recap.sh
+source "$repo/tests/e2e/lib-recap.sh"
 
 run_site() {
   local log=$1 n=$2 contract=$3 start=$SECONDS
@@ -37,16 +37,16 @@ run_site() {
   echo "$((SECONDS - start)) $(recap changed "$log")"
 }
 
-scripts/lab/ensure-docker.sh
-image=$(scripts/lab/build-standin.sh --archive build/standin/nim-standin.tar)
+tests/lab/ensure-docker.sh
+image=$(tests/lab/build-standin.sh --archive build/standin/nim-standin.tar)
 tag=${image##*:}
 results=()
 for contract in "${contracts[@]}"; do
   for n in "${sizes[@]}"; do
-    scripts/lab/model-source.sh down >/dev/null
-    scripts/lab/lab.sh down
-    scripts/lab/lab.sh up "$n" >/dev/null
-    scripts/lab/model-source.sh up >/dev/null
+    tests/lab/model-source.sh down >/dev/null
+    tests/lab/lab.sh down
+    tests/lab/lab.sh up "$n" >/dev/null
+    tests/lab/model-source.sh up >/dev/null
     mkdir -p "$NIMSTACK_LAB_DIR/shared/.images"
     cp build/standin/nim-standin.tar "$NIMSTACK_LAB_DIR/shared/.images/nim-standin.tar"
     read -r first_s first_changed < <(run_site "$logs/site-$contract-$n-1.log" "$n" "$contract")
@@ -55,6 +55,6 @@ for contract in "${contracts[@]}"; do
     echo "bench-docker-path.sh: $contract, $n hosts: first run $first_s s (changed=$first_changed), re-run $rerun_s s (changed=$rerun_changed)" >&2
   done
 done
-scripts/lab/model-source.sh down >/dev/null
-scripts/lab/lab.sh down
+tests/lab/model-source.sh down >/dev/null
+tests/lab/lab.sh down
 (IFS=,; echo "[${results[*]}]") | python3 -m json.tool

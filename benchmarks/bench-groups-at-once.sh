@@ -8,9 +8,9 @@
 # and the time of each run (start to every group ready and smoke-tested) is printed side by side
 # as JSON with the acceptance: two within 1.3 x one. Exits 1 when it is not.
 #
-#   scripts/bench-groups-at-once.sh
-#   BENCH_LOAD_S=30 BENCH_BOUND=1.3 scripts/bench-groups-at-once.sh
-#   LAB_KEEP=1 scripts/bench-groups-at-once.sh     leave the lab up
+#   benchmarks/bench-groups-at-once.sh
+#   BENCH_LOAD_S=30 BENCH_BOUND=1.3 benchmarks/bench-groups-at-once.sh
+#   LAB_KEEP=1 benchmarks/bench-groups-at-once.sh     leave the lab up
 #
 # Its own lab (NIMSTACK_LAB_PREFIX, default nimstack-bg on 172.30.86.0/24), torn down at the end
 # unless LAB_KEEP=1. The result is also written to build/bench/groups-at-once.json.
@@ -23,8 +23,8 @@ export NIMSTACK_LAB_DIR=${NIMSTACK_LAB_DIR:-$repo/build/lab-bg}
 export PATH=$repo/.venv/bin:$PATH
 logs=build/bench/groups-at-once
 mkdir -p "$logs"
-# shellcheck source=scripts/lib-lab-test.sh
-source "$repo/scripts/lib-lab-test.sh"
+# shellcheck source=tests/e2e/lib-lab-test.sh
+source "$repo/tests/e2e/lib-lab-test.sh"
 load_s=${BENCH_LOAD_S:-60}
 bound=${BENCH_BOUND:-1.3}
 a_hosts=("$prefix-1" "$prefix-2") b_hosts=("$prefix-3" "$prefix-4")

@@ -8,12 +8,12 @@
 #   overlap-nim-image   (optional) the default with the NIM image as its own downloader
 # and prints, side by side as JSON, each run's time to ready (first transfer task to ready), its
 # image load (slowest node) and model download times and its container start, all measured in
-# that run (scripts/bench_overlap_report.py), with the acceptance: the overlapped time to ready is
+# that run (benchmarks/bench_overlap_report.py), with the acceptance: the overlapped time to ready is
 # within 15% of max(pull, download) + container start. Exits 1 when it is not.
 #
-#   scripts/bench-rollout-overlap.sh                         sequential and overlap
-#   scripts/bench-rollout-overlap.sh sequential overlap overlap-nim-image
-#   BENCH_RATE=2097152 BENCH_MODEL_MIB=160 BENCH_PAD_MIB=1536 scripts/bench-rollout-overlap.sh
+#   benchmarks/bench-rollout-overlap.sh                         sequential and overlap
+#   benchmarks/bench-rollout-overlap.sh sequential overlap overlap-nim-image
+#   BENCH_RATE=2097152 BENCH_MODEL_MIB=160 BENCH_PAD_MIB=1536 benchmarks/bench-rollout-overlap.sh
 #   LAB_KEEP=1 ... then BENCH_REUSE_LAB=1 ...                  keep the prepared lab for the next run
 #
 # Its own lab (NIMSTACK_LAB_PREFIX, default nimstack-ovl on 172.30.85.0/24), brought up and
@@ -34,14 +34,14 @@ run_timeout=${BENCH_RUN_TIMEOUT:-900}
 out=$repo/build/bench-rollout-overlap
 modes=("$@")
 ((${#modes[@]})) || modes=(sequential overlap)
-# shellcheck source=scripts/lib-lab-test.sh
-source "$repo/scripts/lib-lab-test.sh"
+# shellcheck source=tests/e2e/lib-lab-test.sh
+source "$repo/tests/e2e/lib-lab-test.sh"
 trap '[[ -n "${LAB_KEEP:-}" ]] || lab_down >/dev/null 2>&1 || true' EXIT
 
 step "images: the stand-in padded by $pad_mib MiB, the small downloader, both as archives"
-scripts/lab/ensure-docker.sh
-standin=$(scripts/lab/build-standin.sh)
-downloader=$(scripts/lab/build-downloader.sh --archive build/downloader/nim-downloader.tar)
+tests/lab/ensure-docker.sh
+standin=$(tests/lab/build-standin.sh)
+downloader=$(tests/lab/build-downloader.sh --archive build/downloader/nim-downloader.tar)
 # Incompressible padding in a layer of its own: every node writes all of it when it loads.
 padded_tag=$(echo "$standin $pad_mib" | sha256sum | cut -c1-12)
 padded=nimstack-lab/nim-standin-padded:$padded_tag
@@ -66,7 +66,7 @@ if [[ -z "${BENCH_REUSE_LAB:-}" ]]; then
   lab_down >/dev/null 2>&1 || true
   "$lab" up 3 >/dev/null
 fi
-scripts/lab/model-source.sh up --rate "$rate" >/dev/null
+tests/lab/model-source.sh up --rate "$rate" >/dev/null
 mkdir -p "$shared/.images"
 cmp -s "$padded_archive" "$shared/.images/nim-padded.tar" || cp "$padded_archive" "$shared/.images/nim-padded.tar"
 cp build/downloader/nim-downloader.tar "$shared/.images/nim-downloader.tar"
@@ -129,6 +129,6 @@ for mode in "${modes[@]}"; do
 done
 step "report"
 rc=0
-python3 scripts/bench_overlap_report.py "${dirs[@]}" | tee "$out.json" || rc=$?
+python3 benchmarks/bench_overlap_report.py "${dirs[@]}" | tee "$out.json" || rc=$?
 echo "bench-rollout-overlap.sh: $( ((rc == 0)) && echo passed || echo 'FAILED the 15% bound') in $((SECONDS - t_start)) s" >&2
 exit "$rc"

@@ -16,9 +16,9 @@ Module calls are counted from the ansible.posix.json callback: every task result
 was not skipped (set_fact and assert included). Prints JSON: per size, the wall time and module
 calls of each stage, their totals, and the calls per group and per host.
 
-    python3 scripts/bench_controller.py                 125x8 and 125x4 and 63x8
-    python3 scripts/bench_controller.py 125x8 10x8      other sizes
-    python3 scripts/bench_controller.py --stages preflight 125x8
+    python3 benchmarks/bench_controller.py                 125x8 and 125x4 and 63x8
+    python3 benchmarks/bench_controller.py 125x8 10x8      other sizes
+    python3 benchmarks/bench_controller.py --stages preflight 125x8
                                                         one stage (preflight, kubernetes_render)
 
 ANSIBLE_FORKS, ANSIBLE_STRATEGY and the like pass through to ansible-playbook.

@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, nimstack maintainers
 # SPDX-License-Identifier: Apache-2.0
-"""Turn the runs of scripts/bench-rollout-overlap.sh into its JSON report.
+"""Turn the runs of benchmarks/bench-rollout-overlap.sh into its JSON report.
 
 Each run is deploy_docker.yml under the ansible.posix.json stdout callback (task start and end
 times) plus the lab hosts' own Docker events (when each image load finished, when the download

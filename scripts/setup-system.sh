@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Debian packages the test suite needs beyond Python: shellcheck for ansible-test sanity; openssl,
-# curl and procps for the live Kubernetes cluster (scripts/k8s/cluster.sh), whose Go 1.26 toolchain
+# curl and procps for the live Kubernetes cluster (tests/cluster/cluster.sh), whose Go 1.26 toolchain
 # the machine provides at /usr/local/go. (The Docker engine and debootstrap for the lab come from
-# scripts/lab/ensure-docker.sh.)
+# tests/lab/ensure-docker.sh.)
 set -euo pipefail
 need=()
 command -v shellcheck >/dev/null 2>&1 || need+=(shellcheck)

@@ -4,7 +4,7 @@
 
 AWX checks a survey spec when it is saved and the answers when a job is launched; neither can run
 here, so this module applies the same rules to the same data: the unit tests check the specs, and
-scripts/test-awx.sh turns survey answers into the extra variables AWX would write to
+tests/e2e/test-awx.sh turns survey answers into the extra variables AWX would write to
 env/extravars. Only the question types the collection uses are supported.
 
     python3 tests/awx/awx_survey.py SURVEYS_YML SURVEY_NAME [variable=answer ...]

@@ -5,9 +5,9 @@
 # and NIM Operator once they are installed and carries the API server's webhook calls to them. Everything listens on
 # loopback only; every file it writes is under build/k8s/.
 #
-#   scripts/k8s/cluster.sh up      # build (cached), start, wait until ready: build/k8s/kubeconfig
-#   scripts/k8s/cluster.sh down    # stop every process it started, remove build/k8s
-#   scripts/k8s/cluster.sh status
+#   tests/cluster/cluster.sh up      # build (cached), start, wait until ready: build/k8s/kubeconfig
+#   tests/cluster/cluster.sh down    # stop every process it started, remove build/k8s
+#   tests/cluster/cluster.sh status
 #
 # The nodes (kwok, annotation kwok.x-k8s.io/node=fake), each 8 x nvidia.com/gpu, 64 CPUs, 1 TiB:
 #   gpu-a1, gpu-a2   rack rack-a (label nimstack.test/rack)
@@ -174,7 +174,7 @@ up() {
     return 0
   fi
   [[ -x $python ]] || { log "$python is missing: run make deps first"; exit 1; }
-  cache=$("$repo/scripts/k8s/build.sh")
+  cache=$("$repo/tests/cluster/build.sh")
   # shellcheck disable=SC1091
   source "$cache/versions.env"
   rm -rf "$state"
@@ -215,7 +215,7 @@ EOF
   [[ -n $NIM_OPERATOR_VERSION ]] && controllers+=(--operator-bin "$cache/bin/nim-operator"
     --operator-image "$NIM_OPERATOR_IMAGE" --operator-manifests "$cache/share/nim-operator/manifests"
     --operator-ports "$p_op_probe,$p_op_metrics")
-  start agent "$python" "$repo/scripts/k8s/agent.py" --state "$state" --ports "$p_webhook,$p_probe" "${controllers[@]}"
+  start agent "$python" "$repo/tests/cluster/agent.py" --state "$state" --ports "$p_webhook,$p_probe" "${controllers[@]}"
   start kube-controller-manager "$cache/bin/kube-controller-manager" \
     --kubeconfig "$state/kubeconfig" --authentication-kubeconfig "$state/kubeconfig" \
     --authorization-kubeconfig "$state/kubeconfig" --bind-address 127.0.0.1 --secure-port "$p_cm" \

@@ -5,10 +5,10 @@
 # The names below are the callers' to use.
 # shellcheck disable=SC2034
 : "${repo:?set repo to the checkout before sourcing lib-lab-test.sh}"
-# shellcheck source=scripts/lib-recap.sh
-source "$repo/scripts/lib-recap.sh"
+# shellcheck source=tests/e2e/lib-recap.sh
+source "$repo/tests/e2e/lib-recap.sh"
 
-lab=scripts/lab/lab.sh
+lab=tests/lab/lab.sh
 prefix=${NIMSTACK_LAB_PREFIX:-nimstack-lab}
 export NIMSTACK_LAB_DIR=${NIMSTACK_LAB_DIR:-$repo/build/lab}
 inventory=$NIMSTACK_LAB_DIR/inventory.yml
@@ -67,7 +67,7 @@ nim_containers() { on "$1" sh -c 'command -v docker >/dev/null && docker ps -aq 
 lab_addr() { docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' "$1"; }
 
 # The model source sits on the lab's network: it goes first, or the network cannot be removed.
-lab_down() { scripts/lab/model-source.sh down >/dev/null && "$lab" down; }
+lab_down() { tests/lab/model-source.sh down >/dev/null && "$lab" down; }
 
 # Whether the lab's first $1 hosts (3) run and its inventory is there.
 lab_running() {
@@ -96,7 +96,7 @@ lab_down_clean() {
 # left with LAB_KEEP) is taken as it is: `make test` prepares one lab and hands it on.
 lab_fresh() {
   local archive=$1 hosts=${2:-3}
-  scripts/lab/ensure-docker.sh
+  tests/lab/ensure-docker.sh
   local t=$SECONDS
   if [[ -n ${LAB_REUSE:-} ]] && lab_running "$hosts"; then
     echo "   LAB_REUSE: the running lab $prefix is used as it is"
@@ -106,9 +106,9 @@ lab_fresh() {
     echo "   lab up $hosts: $((SECONDS - t)) s"
   fi
   t=$SECONDS
-  scripts/lab/model-source.sh up >/dev/null
-  scripts/lab/model-source.sh reset >/dev/null
-  image=$(scripts/lab/build-standin.sh --archive "$archive")
+  tests/lab/model-source.sh up >/dev/null
+  tests/lab/model-source.sh reset >/dev/null
+  image=$(tests/lab/build-standin.sh --archive "$archive")
   play_args=(-e "nim_image_tag=${image##*:}")
   mkdir -p "$shared/.images"
   ln -f "$archive" "$shared/.images/nim-standin.tar" 2>/dev/null || cp "$archive" "$shared/.images/nim-standin.tar"

@@ -21,13 +21,13 @@
 #   5. the "teardown" job template refuses without its confirmation and tears down with it.
 # Every wait is bounded; timings are printed.
 #
-#   scripts/test-awx.sh               the whole test, on lab nimstack-awx (172.30.81.0/24)
-#   LAB_KEEP=1 scripts/test-awx.sh    leave the lab and the private data dir for a look
-#   LAB_REUSE=1 NIMSTACK_LAB_PREFIX=... scripts/test-awx.sh
+#   tests/e2e/test-awx.sh               the whole test, on lab nimstack-awx (172.30.81.0/24)
+#   LAB_KEEP=1 tests/e2e/test-awx.sh    leave the lab and the private data dir for a look
+#   LAB_REUSE=1 NIMSTACK_LAB_PREFIX=... tests/e2e/test-awx.sh
 #                                     on a running 3-host lab (prepared, no group deployed), such
 #                                     as the one test-lab.sh leaves with LAB_KEEP=1
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
 export NIMSTACK_LAB_PREFIX=${NIMSTACK_LAB_PREFIX:-nimstack-awx}
 export NIMSTACK_LAB_SUBNET=${NIMSTACK_LAB_SUBNET:-172.30.81.0/24}
@@ -40,8 +40,8 @@ archive=$repo/build/standin-awx/nim-standin.tar
 # cores with two other lab streams, and 900 s was once not enough.
 job_timeout=${AWX_TEST_JOB_TIMEOUT:-1800}
 export PATH=$repo/.venv/bin:$PATH
-# shellcheck source=scripts/lib-lab-test.sh
-source "$repo/scripts/lib-lab-test.sh"
+# shellcheck source=tests/e2e/lib-lab-test.sh
+source "$repo/tests/e2e/lib-lab-test.sh"
 # AWX runs ansible-playbook in the project directory with no ANSIBLE_CONFIG: the project's own
 # ansible.cfg applies, as it does here.
 unset ANSIBLE_CONFIG ANSIBLE_CACHE_PLUGIN_CONNECTION

@@ -15,9 +15,9 @@ key of the inventory appears in the output, when a refused case passes or its fa
 name its variable, when an accepted case fails, or (render) when a user's own file in the render
 directory is gone. Cases run two at a time; the last line sums them up.
 
-  scripts/test-bad-inputs.py                     # every case, this checkout
-  scripts/test-bad-inputs.py -k cache-path       # the cases whose name contains cache-path
-  scripts/test-bad-inputs.py --repo /tmp/old     # the same cases against another checkout
+  tests/e2e/test-bad-inputs.py                     # every case, this checkout
+  tests/e2e/test-bad-inputs.py -k cache-path       # the cases whose name contains cache-path
+  tests/e2e/test-bad-inputs.py --repo /tmp/old     # the same cases against another checkout
 """
 
 from __future__ import absolute_import, division, print_function
@@ -35,7 +35,7 @@ import time
 
 import yaml
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BASE_KEY = 'nvapi-suite-base-key-0123456789'
 SECRET_MARKS = (BASE_KEY, 'SUITE-SECRET')
 NODES = {'gpu-1': {'ansible_host': '10.255.0.1'}, 'gpu-2': {'ansible_host': '10.255.0.2'}}

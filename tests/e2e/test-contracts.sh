@@ -14,24 +14,24 @@
 #      nothing (the recovery after a kill does not depend on the contract: proven under ray);
 #   4. the registry path (the lab's registry, TLS and basic auth as nvcr.io): a wrong key fails
 #      before any container changes, naming nim_ngc_api_key; on nodes without the image, a pull
-#      whose connection drops half way (scripts/lab/cutting_proxy.py) is resumed by the engine
+#      whose connection drops half way (tests/lab/cutting_proxy.py) is resumed by the engine
 #      from where it was cut; cut more often than the engine resumes, the pull fails, the role
 #      pulls again, and the group serves the pulled image.
 # test-docker-path.sh covers mpi in depth (bad input, a worker down, recovery, teardown).
 # Every wait is bounded; timings are printed.
 #
-#   scripts/test-contracts.sh               the whole test
-#   LAB_KEEP=1 scripts/test-contracts.sh    leave the lab up for a look
-#   LAB_REUSE=1 scripts/test-contracts.sh   use the running lab (make test: the one the Docker
+#   tests/e2e/test-contracts.sh               the whole test
+#   LAB_KEEP=1 tests/e2e/test-contracts.sh    leave the lab up for a look
+#   LAB_REUSE=1 tests/e2e/test-contracts.sh   use the running lab (make test: the one the Docker
 #                                           path test left), else a fresh one
 # Without LAB_KEEP the lab goes down at the end, and nothing of it may be left.
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
 logs=build/contracts-test
 mkdir -p "$logs"
-# shellcheck source=scripts/lib-lab-test.sh
-source "$repo/scripts/lib-lab-test.sh"
+# shellcheck source=tests/e2e/lib-lab-test.sh
+source "$repo/tests/e2e/lib-lab-test.sh"
 
 # The group serves: ready, and one completion answered by all three ranks.
 serves() {
@@ -158,12 +158,12 @@ done
 contract_round leader_address '"/opt/nim/start_server.sh"' rerun
 
 step "the registry path: a wrong key fails before any container changes, naming nim_ngc_api_key"
-registry=$(scripts/lab/registry.sh up)
-pushed=$(scripts/lab/registry.sh push "$image")
+registry=$(tests/lab/registry.sh up)
+pushed=$(tests/lab/registry.sh push "$image")
 reg_addr=${registry%:*}
 cut_registry=$reg_addr:5001
 for h in "$leader" "${workers[@]}"; do
-  scripts/lab/registry.sh trust "$h"
+  tests/lab/registry.sh trust "$h"
   on "$h" sh -c "mkdir -p /etc/docker/certs.d/$cut_registry && cp /etc/docker/certs.d/$registry/ca.crt /etc/docker/certs.d/$cut_registry/"
 done
 ids_before=$(for h in "$leader" "${workers[@]}"; do on "$h" docker ps -q --filter label=nimstack.managed=true; done)
@@ -193,18 +193,18 @@ reg_container=$prefix-registry
 docker exec "$reg_container" rm -f /srv/cuts.jsonl
 # The key reaches curl in a config on a pipe (printf is a shell builtin), never on a command line.
 # shellcheck disable=SC2016  # $oauthtoken is the user name, literally
-curl -sf --cacert "$NIMSTACK_LAB_DIR/registry/ca.crt" -K <(printf 'user = "$oauthtoken:%s"\n' "$(cat "$(scripts/lab/registry.sh key)")") \
+curl -sf --cacert "$NIMSTACK_LAB_DIR/registry/ca.crt" -K <(printf 'user = "$oauthtoken:%s"\n' "$(cat "$(tests/lab/registry.sh key)")") \
   -H 'Accept: application/vnd.docker.distribution.manifest.v2+json' \
   "https://$registry/v2/nim/nimstack-lab/nim-standin/manifests/${image##*:}" >"$logs/manifest.json" \
   || fail "cannot read the image's manifest from $registry"
 target=$(python3 -c 'import json, sys
 layers = json.load(open(sys.argv[1]))["layers"]
 print([layer["digest"] for layer in layers if layer["size"] >= 20 * 2 ** 20][-1])' "$logs/manifest.json")
-docker cp scripts/lab/cutting_proxy.py "$reg_container:/srv/cutting_proxy.py"
+docker cp tests/lab/cutting_proxy.py "$reg_container:/srv/cutting_proxy.py"
 docker exec -d "$reg_container" python3 /srv/cutting_proxy.py --listen 0.0.0.0:5001 --upstream 127.0.0.1:5000 \
   --cert /srv/registry/registry.crt --key /srv/registry/registry.key --victim "$victim_addr" --target "$target" --cuts 8 \
   --log /srv/cuts.jsonl
-NGC_API_KEY=$(cat "$(scripts/lab/registry.sh key)") PLAYBOOK=playbooks/deploy_docker.yml play_ok \
+NGC_API_KEY=$(cat "$(tests/lab/registry.sh key)") PLAYBOOK=playbooks/deploy_docker.yml play_ok \
   "$logs/registry-cut.log" -i inventories/lab-registry -e nim_launch_contract=ray -e nim_docker_pull_retry_delay=2 \
   -e "nim_docker_registry=$cut_registry" -e "nim_image=$cut_registry/nim/nimstack-lab/nim-standin"
 serves "$logs/smoke-registry.json" || fail "not serving the image pulled from the registry"

@@ -20,20 +20,20 @@
 #      without the collection's marker, a registry login of the site all stay, reported.
 # Every wait is bounded; timings are printed.
 #
-#   scripts/test-docker-path.sh               the whole test
-#   LAB_KEEP=1 scripts/test-docker-path.sh    leave the lab up for a look (or for the next test)
-#   LAB_REUSE=1 scripts/test-docker-path.sh   start from the running lab (make test: the one
+#   tests/e2e/test-docker-path.sh               the whole test
+#   LAB_KEEP=1 tests/e2e/test-docker-path.sh    leave the lab up for a look (or for the next test)
+#   LAB_REUSE=1 tests/e2e/test-docker-path.sh   start from the running lab (make test: the one
 #                                             test-lab.sh prepared), else a fresh one
 #   NIMSTACK_LAB_PREFIX=nd NIMSTACK_LAB_SUBNET=172.30.79.0/24 NIMSTACK_LAB_DIR=$PWD/build/lab-nd \
-#     scripts/test-docker-path.sh               a lab of its own beside another one
+#     tests/e2e/test-docker-path.sh               a lab of its own beside another one
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
 logs=build/docker-path-test
 recover_timeout=${DOCKER_PATH_RECOVER_TIMEOUT:-240}
 mkdir -p "$logs"
-# shellcheck source=scripts/lib-lab-test.sh
-source "$repo/scripts/lib-lab-test.sh"
+# shellcheck source=tests/e2e/lib-lab-test.sh
+source "$repo/tests/e2e/lib-lab-test.sh"
 
 # A bad input must fail before any host changes: nothing changed and no preparation task ran.
 expect_refused() {
@@ -80,7 +80,7 @@ step "site.yml with the worker back: ready and smoke test"
 play "$logs/site-1.log" || { tail -60 "$logs/site-1.log"; fail "site.yml (see $logs/site-1.log)"; }
 grep -A14 'Report the smoke test' "$logs/site-1.log" | grep -E 'time_to_first_byte_s|total_s|reply|^ +- ' | sed 's/^ */   /'
 probe_ready || fail "the endpoint is not ready after site.yml"
-downloads=$(scripts/lab/model-source.sh count)
+downloads=$(tests/lab/model-source.sh count)
 echo "   model downloads from the source: $downloads"
 ((downloads == 1)) || fail "the model was downloaded $downloads times, not once"
 
@@ -133,7 +133,7 @@ changed=$(recap changed "$logs/after-recovery-check.log")
 ((changed == 0)) || { grep -B3 '^changed:' "$logs/after-recovery-check.log" | head -30; fail "the dry run after recovery would change $changed"; }
 recaps=$(grep -cE "^($leader|$(IFS='|'; echo "${workers[*]}")) +: ok=" "$logs/after-recovery-check.log" || true)
 ((recaps == 1 + ${#workers[@]})) || fail "the dry run's recap names $recaps hosts"
-downloads=$(scripts/lab/model-source.sh count)
+downloads=$(tests/lab/model-source.sh count)
 ((downloads == 1)) || fail "the runs after the first downloaded the model again ($downloads)"
 echo "   the next run restarted the group naming $w; site.yml --check --diff after it: nothing to change," \
   "$(grep -c . "$logs/state-before-check.txt") lines of containers, states and engine start times untouched"

@@ -11,10 +11,10 @@
 #        is a local directory (a tmpfs over the shared path).
 # Every run is timed; every wait is bounded.
 #
-#   scripts/test-doctor.sh               the whole test
-#   LAB_KEEP=1 scripts/test-doctor.sh    leave the lab up for a look
+#   tests/e2e/test-doctor.sh               the whole test
+#   LAB_KEEP=1 tests/e2e/test-doctor.sh    leave the lab up for a look
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
 export NIMSTACK_LAB_PREFIX=${NIMSTACK_LAB_PREFIX:-nimstack-doc}
 export NIMSTACK_LAB_SUBNET=${NIMSTACK_LAB_SUBNET:-172.30.82.0/24}
@@ -23,7 +23,7 @@ export ANSIBLE_CONFIG=$repo/ansible.cfg ANSIBLE_NOCOLOR=1 NO_COLOR=1
 export ANSIBLE_CACHE_PLUGIN_CONNECTION=$NIMSTACK_LAB_DIR/facts
 # Per-task times in every log, to see where a slow run spent them.
 export ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_tasks
-lab=scripts/lab/lab.sh
+lab=tests/lab/lab.sh
 logs=build/doctor-test
 inventory=$NIMSTACK_LAB_DIR/inventory.yml
 report=$NIMSTACK_LAB_DIR/doctor/doctor-report.json
@@ -38,8 +38,8 @@ nft_table=nimstack_doctor_test
 
 mkdir -p "$logs" build/collections/ansible_collections/nimstack
 ln -sfn ../../../.. build/collections/ansible_collections/nimstack/multinode
-# shellcheck source=scripts/lib-recap.sh
-source "$repo/scripts/lib-recap.sh"
+# shellcheck source=tests/e2e/lib-recap.sh
+source "$repo/tests/e2e/lib-recap.sh"
 
 t_start=$SECONDS
 step() { printf '\n== %s (t=%ds)\n' "$*" "$((SECONDS - t_start))"; }
@@ -88,7 +88,7 @@ for f in json.load(open(sys.argv[1]))["failures"]:
 trap '[[ -n "${LAB_KEEP:-}" ]] || "$lab" down >/dev/null 2>&1 || true' EXIT
 
 step "fresh lab of our own, SSH mesh, fake nvidia-smi"
-scripts/lab/ensure-docker.sh
+tests/lab/ensure-docker.sh
 "$lab" down >/dev/null 2>&1 || true
 t=$SECONDS
 "$lab" up 3 >/dev/null

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """The live stage of `make test`: the Kubernetes roles against a real API server, as a user runs them.
 
-The cluster is scripts/k8s/cluster.sh's (the real control plane, kwok GPU nodes, the real
+The cluster is tests/cluster/cluster.sh's (the real control plane, kwok GPU nodes, the real
 LeaderWorkerSet controller and NIM Operator once the roles install them), or one's own
 (docs/testing.md). Every
 step runs playbooks/deploy_kubernetes.yml as a subprocess and then reads the cluster with kubectl:
@@ -34,14 +34,14 @@ step runs playbooks/deploy_kubernetes.yml as a subprocess and then reads the clu
              LeaderWorkerSet and a ConfigMap of someone else's, keeps the CRDs, and again changes
              nothing
 
-A controller scripts/k8s/build.sh was given no source for (LWS v0.10.0, the NIM Operator) is not in
+A controller tests/cluster/build.sh was given no source for (LWS v0.10.0, the NIM Operator) is not in
 the cluster: the stages that need it are reported as not run, by name, with the reason.
 
 Numbers go to stdout and build/k8s-live/summary.json.
 
-  scripts/test-k8s-live.py            # against build/k8s/kubeconfig (make k8s-cluster)
+  tests/e2e/test-k8s-live.py            # against build/k8s/kubeconfig (make k8s-cluster)
   NIMSTACK_LIVE_KUBECONFIG=~/.kube/config NIMSTACK_LIVE_STORAGE_CLASS=rwx [NIMSTACK_LIVE_TOPOLOGY_KEY=rack-label] \
-      scripts/test-k8s-live.py        # one's own cluster: stage lws only, in a namespace of its own
+      tests/e2e/test-k8s-live.py        # one's own cluster: stage lws only, in a namespace of its own
 """
 
 import json
@@ -57,7 +57,7 @@ import time
 
 import yaml
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # NIMSTACK_LIVE_LOGS and NIMSTACK_K8S_STATE place a second run beside the first, on a cluster of its own.
 LOGS = os.environ.get('NIMSTACK_LIVE_LOGS') or os.path.join(REPO, 'build', 'k8s-live')
 PLAYBOOK = os.path.join(REPO, 'playbooks', 'deploy_kubernetes.yml')
@@ -72,7 +72,7 @@ if OWN:
     NS = 'nimstack-live-' + secrets.token_hex(3)
     RACK = os.environ.get('NIMSTACK_LIVE_TOPOLOGY_KEY', '')
     STORAGE_CLASS = os.environ.get('NIMSTACK_LIVE_STORAGE_CLASS', '')
-    CACHE = subprocess.run([os.path.join(REPO, 'scripts', 'k8s', 'build.sh')], capture_output=True, text=True,
+    CACHE = subprocess.run([os.path.join(REPO, 'tests', 'cluster', 'build.sh')], capture_output=True, text=True,
                            check=True).stdout.strip()
 else:
     STATE = os.environ.get('NIMSTACK_K8S_STATE') or os.path.join(REPO, 'build', 'k8s')
@@ -962,7 +962,7 @@ def stage_operator(tmp):
     missing = [name for name, version in (('the NIM Operator', OPERATOR_VERSION), ('LWS v0.10.0', LWS_VERSION))
                if not version and not OWN]
     if missing:
-        why = ('%s not built: scripts/k8s/build.sh had no source for it (NIMSTACK_NIM_OPERATOR_SRC, '
+        why = ('%s not built: tests/cluster/build.sh had no source for it (NIMSTACK_NIM_OPERATOR_SRC, '
                'NIMSTACK_LWS_SRC; see docs/testing.md)' % ' and '.join(missing))
         for contract in OPERATOR_GROUPS:
             for scenario in ('deploy', 'contract fidelity', 're-run', 'teardown') + (
@@ -1104,7 +1104,7 @@ def main():
     if only:
         stages = [stage for stage in stages if stage.__name__ in only.split(',')]
     if not LWS_VERSION and not OWN:
-        why = 'LWS %s not built: scripts/k8s/build.sh had no source for it (NIMSTACK_LWS_SRC; see docs/testing.md)'
+        why = 'LWS %s not built: tests/cluster/build.sh had no source for it (NIMSTACK_LWS_SRC; see docs/testing.md)'
         for stage in (stage_lws, stage_helm):
             if stage in stages:
                 SUMMARY['not_run'][stage.__name__] = why % 'v0.10.0'

@@ -16,15 +16,15 @@
 # the converged site there too, and that -vvv shows no key by the security test's site.yml -vvv:
 # `make test` runs each once.
 #
-#   scripts/test-lab.sh                            the whole test
-#   LAB_SKIP_TAGS=rdma scripts/test-lab.sh           skip roles (comma-separated tags)
-#   LAB_KEEP=1 scripts/test-lab.sh                 leave the prepared lab running (`make test`
+#   tests/e2e/test-lab.sh                            the whole test
+#   LAB_SKIP_TAGS=rdma tests/e2e/test-lab.sh           skip roles (comma-separated tags)
+#   LAB_KEEP=1 tests/e2e/test-lab.sh                 leave the prepared lab running (`make test`
 #                                                  hands it on to the Docker path tests)
-#   NIMSTACK_LAB_PREFIX, NIMSTACK_LAB_SUBNET, NIMSTACK_LAB_DIR   a lab of its own (scripts/lab/lab.sh)
+#   NIMSTACK_LAB_PREFIX, NIMSTACK_LAB_SUBNET, NIMSTACK_LAB_DIR   a lab of its own (tests/lab/lab.sh)
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
-lab=scripts/lab/lab.sh
+lab=tests/lab/lab.sh
 hosts=${LAB_HOSTS:-3}
 skip_tags=${LAB_SKIP_TAGS:-}
 prefix=${NIMSTACK_LAB_PREFIX:-nimstack-lab}
@@ -42,8 +42,8 @@ ln -sfn ../../../.. build/collections/ansible_collections/nimstack/multinode
 step() { printf '\n== %s\n' "$*"; }
 fail() { echo "test-lab.sh: FAILED: $*" >&2; exit 1; }
 
-# shellcheck source=scripts/lib-recap.sh
-source "$repo/scripts/lib-recap.sh"
+# shellcheck source=tests/e2e/lib-recap.sh
+source "$repo/tests/e2e/lib-recap.sh"
 
 playbook() {
   local log=$1; shift
@@ -74,8 +74,8 @@ lab_down() {
 trap '[[ -n "${LAB_KEEP:-}" ]] || "$lab" down' EXIT
 
 step "fresh lab"
-scripts/lab/ensure-docker.sh
-scripts/lab/build-image.sh >/dev/null
+tests/lab/ensure-docker.sh
+tests/lab/build-image.sh >/dev/null
 "$lab" down
 lab_up
 

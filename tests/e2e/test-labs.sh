@@ -31,9 +31,9 @@
 # A stream stops at its first failing step; the others go on. Exits non-zero when any step
 # failed, naming it.
 #
-#   scripts/test-labs.sh
+#   tests/e2e/test-labs.sh
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
 
 stream_a=(lab-test docker-path-test contracts-test)
@@ -43,9 +43,9 @@ stream_d=(bad-inputs k8s-live-operator-test)
 
 # What the streams need is made once, before they start: the Docker engine, the lab's host
 # image and the stand-in image with its archive (two builds of one archive would race).
-scripts/lab/ensure-docker.sh
-scripts/lab/build-image.sh >/dev/null
-scripts/lab/build-standin.sh --archive build/standin/nim-standin.tar >/dev/null
+tests/lab/ensure-docker.sh
+tests/lab/build-image.sh >/dev/null
+tests/lab/build-standin.sh --archive build/standin/nim-standin.tar >/dev/null
 
 mkdir -p build/test-labs
 hz=$(getconf CLK_TCK)

@@ -2,21 +2,21 @@
 # Run `molecule test` for every scenario of every role that has one, one at a time (the lab
 # hosts share one Docker engine and a few cores), on the locally built lab image.
 #
-#   scripts/test-molecule.sh                 every role
-#   scripts/test-molecule.sh docker rdma     only these roles
-#   scripts/test-molecule.sh --except nvidia_driver nvidia_container_toolkit
+#   tests/e2e/test-molecule.sh                 every role
+#   tests/e2e/test-molecule.sh docker rdma     only these roles
+#   tests/e2e/test-molecule.sh --except nvidia_driver nvidia_container_toolkit
 #                                            every role but these
-#   MOLECULE_SKIP="docker/default ssh_mesh/default" scripts/test-molecule.sh
+#   MOLECULE_SKIP="docker/default ssh_mesh/default" tests/e2e/test-molecule.sh
 #                                            leave these scenarios out (make test's halves do)
 #
 # Prints each scenario's result and wall time, then `N passed, M failed`; exits non-zero when
 # any scenario failed. Logs go to build/molecule/<role>-<scenario>.log.
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
 
-scripts/lab/ensure-docker.sh
-scripts/lab/build-image.sh >/dev/null
+tests/lab/ensure-docker.sh
+tests/lab/build-image.sh >/dev/null
 mkdir -p build/collections/ansible_collections/nimstack build/molecule
 ln -sfn ../../../.. build/collections/ansible_collections/nimstack/multinode
 

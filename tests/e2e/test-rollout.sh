@@ -14,34 +14,34 @@
 #      never failed a probe.
 # Every wait is bounded.
 #
-#   scripts/test-rollout.sh
-#   LAB_KEEP=1 scripts/test-rollout.sh    leave the lab up for a look
-#   LAB_REUSE=1 scripts/test-rollout.sh   the lab such a run left, or the security test's (make test:
+#   tests/e2e/test-rollout.sh
+#   LAB_KEEP=1 tests/e2e/test-rollout.sh    leave the lab up for a look
+#   LAB_REUSE=1 tests/e2e/test-rollout.sh   the lab such a run left, or the security test's (make test:
 #                                         make security-rollout-test, one lab for both)
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
 export NIMSTACK_LAB_PREFIX=${NIMSTACK_LAB_PREFIX:-nimstack-ro}
 export NIMSTACK_LAB_SUBNET=${NIMSTACK_LAB_SUBNET:-172.30.84.0/24}
 export NIMSTACK_LAB_DIR=${NIMSTACK_LAB_DIR:-$repo/build/lab-ro}
 logs=build/rollout-test
 mkdir -p "$logs"
-# shellcheck source=scripts/lib-lab-test.sh
-source "$repo/scripts/lib-lab-test.sh"
+# shellcheck source=tests/e2e/lib-lab-test.sh
+source "$repo/tests/e2e/lib-lab-test.sh"
 
 load_s=${ROLLOUT_LOAD_S:-10}
 a_hosts=("$prefix-1" "$prefix-2") b_hosts=("$prefix-3" "$prefix-4")
 door_host=$prefix-1
 
-trap '[[ -n "${LAB_KEEP:-}" ]] || { scripts/lab/registry.sh down >/dev/null 2>&1; lab_down >/dev/null 2>&1; } || true' EXIT
+trap '[[ -n "${LAB_KEEP:-}" ]] || { tests/lab/registry.sh down >/dev/null 2>&1; lab_down >/dev/null 2>&1; } || true' EXIT
 
 step "fresh 4-host lab, model source, the lab registry with the stand-in image"
 lab_fresh build/standin/nim-standin.tar 4
 tag=${image##*:}
-registry=$(scripts/lab/registry.sh up)
-pushed=$(scripts/lab/registry.sh push "$image")
-for h in "${a_hosts[@]}" "${b_hosts[@]}"; do scripts/lab/registry.sh trust "$h"; done
-NGC_API_KEY=$(cat "$(scripts/lab/registry.sh key)")
+registry=$(tests/lab/registry.sh up)
+pushed=$(tests/lab/registry.sh push "$image")
+for h in "${a_hosts[@]}" "${b_hosts[@]}"; do tests/lab/registry.sh trust "$h"; done
+NGC_API_KEY=$(cat "$(tests/lab/registry.sh key)")
 export NGC_API_KEY
 echo "   $pushed in $registry"
 
@@ -70,14 +70,14 @@ log_says "$logs/site.log" "wave 1 of 1: ro-a, ro-b; serving groups it stops: non
   || { grep -n "wave " "$logs/site.log" | head; fail "site.yml did not start both groups in one wave"; }
 echo "   both groups in one wave, serving after $((SECONDS - t)) s (the run, host preparation included)"
 model=$(curl -fsS --max-time 5 "$door/v1/models" | python3 -c 'import json, sys; print(json.load(sys.stdin)["data"][0]["id"])')
-client=$("$repo/.venv/bin/python" scripts/lab/openai-stream.py "$door/v1" "$model") \
+client=$("$repo/.venv/bin/python" tests/lab/openai-stream.py "$door/v1" "$model") \
   || { echo "$client"; fail "the openai client did not stream a completion through the front door"; }
 echo "   openai client through the front door: $(cut -c1-150 <<<"$client")"
 
 step "ro-a's worker killed (SIGKILL) under a client streaming without pause through the front door"
 stop=$logs/load.stop
 rm -f "$stop"
-python3 scripts/lab/stream_load.py "$door/v1" "$model" "$stop" --bound 300 >"$logs/load.json" &
+python3 tests/lab/stream_load.py "$door/v1" "$model" "$stop" --bound 300 >"$logs/load.json" &
 load_pid=$!
 sleep 3
 pid=$(on "${a_hosts[1]}" docker inspect -f '{{.State.Pid}}' nim-ro-a)
@@ -99,9 +99,9 @@ echo "   client: $(cat "$logs/load.json")"
 
 step "an image change, nim_max_unavailable_groups 1: one group per wave, the front door probed every second"
 docker tag "$image" "${image%:*}:$tag-v2"
-pushed2=$(scripts/lab/registry.sh push "${image%:*}:$tag-v2")
+pushed2=$(tests/lab/registry.sh push "${image%:*}:$tag-v2")
 before_b=$(ids_of "${b_hosts[@]}")
-scripts/lab/rolling_probe.py --settle 3 --bound 120 --log "$logs/change.log" "frontdoor=$door/v1/health/ready" -- \
+tests/lab/rolling_probe.py --settle 3 --bound 120 --log "$logs/change.log" "frontdoor=$door/v1/health/ready" -- \
   ansible-playbook -i "$inventory" -i inventories/lab -i inventories/lab-docker -i inventories/lab-tests "${play_args[@]}" \
   -e "nim_image_tag=$tag-v2" -e nim_max_unavailable_groups=1 playbooks/deploy_docker.yml >"$logs/change.probe" 2>&1 \
   || { cat "$logs/change.probe"; tail -30 "$logs/change.log"; fail "the front door failed a probe, or the change failed"; }
@@ -115,13 +115,13 @@ echo "   every rank runs $pushed2"
 
 step "a canary (ro-b) that fails its smoke test: the run stops, ro-a keeps its image and containers"
 docker tag "$image" "${image%:*}:$tag-v3"
-scripts/lab/registry.sh push "${image%:*}:$tag-v3" >/dev/null
+tests/lab/registry.sh push "${image%:*}:$tag-v3" >/dev/null
 # ro-b's change: a release that turns ready but fails every completion (the stand-in's fault switch).
 lab_group_env=('NIM_STANDIN_FAIL_COMPLETIONS: "1"')
 { echo "all:"; echo "  hosts:"; lab_group ro-b mpi "$load_s" "${b_hosts[@]}"; } >"$NIMSTACK_LAB_DIR/canary.yml"
 before_a=$(ids_of "${a_hosts[@]}")
 rc=0
-scripts/lab/rolling_probe.py --settle 3 --bound 120 --log "$logs/canary.log" "frontdoor=$door/v1/health/ready" -- \
+tests/lab/rolling_probe.py --settle 3 --bound 120 --log "$logs/canary.log" "frontdoor=$door/v1/health/ready" -- \
   bash -c '! "$@"' _ ansible-playbook -i "$inventory" -i inventories/lab -i inventories/lab-docker -i inventories/lab-tests "${play_args[@]}" \
   -i "$NIMSTACK_LAB_DIR/canary.yml" -e "nim_image_tag=$tag-v3" -e nim_canary_group=ro-b \
   playbooks/deploy_docker.yml >"$logs/canary.probe" 2>&1 || rc=$?

@@ -14,16 +14,16 @@
 #      (ray status) without the token is refused, with it answers; the deployment key from a non-member is
 #      refused by the worker's sshd, from a member accepted;
 #   5. a daemon.json change only a dockerd restart applies, with live-restore off, on a member of
-#      each group (scripts/lab/check-rolling-restart.sh): probed every second, never both groups
+#      each group (tests/lab/check-rolling-restart.sh): probed every second, never both groups
 #      down, each re-forms and serves again; a site's log-driver and default-runtime survive;
 #   6. firewall on again, then teardown.yml: no table, no ruleset file, no token, no key, and the
 #      other tables as before.
 # Every connect and wait is bounded; timings are printed.
 #
-#   scripts/test-security.sh               the whole test
-#   LAB_KEEP=1 scripts/test-security.sh    leave the lab up for a look
+#   tests/e2e/test-security.sh               the whole test
+#   LAB_KEEP=1 tests/e2e/test-security.sh    leave the lab up for a look
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
 logs=build/security-test
 mkdir -p "$logs"
@@ -31,8 +31,8 @@ mkdir -p "$logs"
 export NIMSTACK_LAB_PREFIX=${NIMSTACK_LAB_PREFIX:-nimstack-sec}
 export NIMSTACK_LAB_SUBNET=${NIMSTACK_LAB_SUBNET:-172.30.83.0/24}
 export NIMSTACK_LAB_DIR=${NIMSTACK_LAB_DIR:-$repo/build/lab-sec}
-# shellcheck source=scripts/lib-lab-test.sh
-source "$repo/scripts/lib-lab-test.sh"
+# shellcheck source=tests/e2e/lib-lab-test.sh
+source "$repo/tests/e2e/lib-lab-test.sh"
 
 h1=$prefix-1 h2=$prefix-2 h3=$prefix-3 h4=$prefix-4
 hosts=("$h1" "$h2" "$h3" "$h4")
@@ -289,7 +289,7 @@ why=$(on "$h2" docker logs nim-a 2>&1 | grep -m1 "correct key but not from a per
 echo "   from $h3: $(head -1 "$logs/ssh-outsider.log") sshd: ${why##*authorized_keys:}; from $h1: accepted"
 
 step "a daemon.json change that needs dockerd restarts: never both groups down, each serves again"
-scripts/lab/check-rolling-restart.sh "$logs" "$h1,$h4" a="$h1" b="$h3" -- "${play_args[@]}"
+tests/lab/check-rolling-restart.sh "$logs" "$h1,$h4" a="$h1" b="$h3" -- "${play_args[@]}"
 
 step "firewall on again, then teardown.yml"
 PLAYBOOK=playbooks/deploy_docker.yml play_ok "$logs/firewall-on.log" --tags nim_firewall

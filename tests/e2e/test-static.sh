@@ -2,13 +2,13 @@
 # The quick static checks of `make test`, before any lab: ansible-lint beside units, build-check,
 # sanity and docs-check (about 4 minutes each side; together 276 s in a clean-clone run, where
 # one after the other took about 8 minutes). The render tests and the bad inputs are static too,
-# but long: they run as a stream of their own beside the labs (scripts/test-labs.sh).
+# but long: they run as a stream of their own beside the labs (tests/e2e/test-labs.sh).
 # The step that runs beside the others keeps its output in build/static/<step>.log, printed when it
 # ends. Exits non-zero naming every step that failed.
 #
-#   scripts/test-static.sh
+#   tests/e2e/test-static.sh
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
 mkdir -p build/static
 failed=()

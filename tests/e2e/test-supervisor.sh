@@ -16,12 +16,12 @@
 #   6. teardown.yml removes the supervisors with the groups.
 # Numbers are printed as JSON lines ({"test": ...}). Every wait is bounded.
 #
-#   scripts/test-supervisor.sh
-#   SUPERVISOR_CONTRACTS="mpi leader_address" scripts/test-supervisor.sh
-#   LAB_KEEP=1 scripts/test-supervisor.sh      leave the lab up for a look
-#   LAB_REUSE=1 scripts/test-supervisor.sh     the lab such a run left: deploy_docker.yml instead of site.yml
+#   tests/e2e/test-supervisor.sh
+#   SUPERVISOR_CONTRACTS="mpi leader_address" tests/e2e/test-supervisor.sh
+#   LAB_KEEP=1 tests/e2e/test-supervisor.sh      leave the lab up for a look
+#   LAB_REUSE=1 tests/e2e/test-supervisor.sh     the lab such a run left: deploy_docker.yml instead of site.yml
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
 # A lab of its own, so that it can run beside make test's labs.
 export NIMSTACK_LAB_PREFIX=${NIMSTACK_LAB_PREFIX:-nimstack-sup}
@@ -29,8 +29,8 @@ export NIMSTACK_LAB_SUBNET=${NIMSTACK_LAB_SUBNET:-172.30.87.0/24}
 export NIMSTACK_LAB_DIR=${NIMSTACK_LAB_DIR:-$repo/build/lab-sup}
 logs=build/supervisor-test
 mkdir -p "$logs"
-# shellcheck source=scripts/lib-lab-test.sh
-source "$repo/scripts/lib-lab-test.sh"
+# shellcheck source=tests/e2e/lib-lab-test.sh
+source "$repo/tests/e2e/lib-lab-test.sh"
 
 read -r -a contracts <<<"${SUPERVISOR_CONTRACTS:-mpi leader_address ray}"
 load_s=${SUPERVISOR_LOAD_S:-20}

@@ -8,7 +8,7 @@ Runs site.yml as a user would, with the ansible.posix.json callback, and reads e
 - on an inventory with a Docker group and a Kubernetes group: the plan holds both modes, and the
   plays that contact hosts (OS facts, the doctor, ...) reach the Docker group's hosts only. The
   Docker hosts here refuse every connection (a closed local port), so the run stops at the first
-  play that contacts them: what the lab proves (scripts/test-lab.sh) is that both modes deploy.
+  play that contacts them: what the lab proves (tests/e2e/test-lab.sh) is that both modes deploy.
 """
 
 import json

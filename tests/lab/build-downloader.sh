@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Build the lab's small downloader image (scripts/lab/downloader: the stand-in's download-to-cache
+# Build the lab's small downloader image (tests/lab/downloader: the stand-in's download-to-cache
 # on a bare python3, nothing else) from the lab's host image, cached by recipe like
 # build-standin.sh: the tag is a hash of the base image and the recipe's files. Tags
 # nimstack-lab/nim-standin-downloader:<hash> and prints that reference. It is what
 # nim_docker_download_image points at in the lab, so a group's model download starts before any
 # image transfer.
 #
-#   scripts/lab/build-downloader.sh [--archive PATH]
+#   tests/lab/build-downloader.sh [--archive PATH]
 #
 # --archive PATH also writes `docker save` of the image to PATH, skipped when PATH already holds it
 # (a PATH.image stamp beside it names the image).
@@ -14,7 +14,7 @@ set -euo pipefail
 export LC_ALL=C
 here=$(cd "$(dirname "$0")" && pwd)
 repo=nimstack-lab/nim-standin-downloader
-# shellcheck source=scripts/lab/lib-build.sh
+# shellcheck source=tests/lab/lib-build.sh
 source "$here/lib-build.sh"
 parse_archive_option "$@"
 

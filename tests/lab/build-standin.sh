@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Build the lab's stand-in NIM image (scripts/lab/standin: launch contracts mpi, ray and
+# Build the lab's stand-in NIM image (tests/lab/standin: launch contracts mpi, ray and
 # leader_address) from the lab's host image, cached by recipe: the tag is a hash of the base image
 # reference and every file of the recipe, so only a changed recipe builds anew. Tags
 # nimstack-lab/nim-standin:<hash> and :latest and prints the <hash> reference. pip in the build
 # reaches PyPI with this machine's CA bundle (NIMSTACK_CA_BUNDLE, default Debian's).
 #
-#   scripts/lab/build-standin.sh [--archive PATH]
+#   tests/lab/build-standin.sh [--archive PATH]
 #
 # --archive PATH also writes `docker save` of the image to PATH (how the collection ships an image
 # to sites without a registry), skipped when PATH already holds this hash's archive (a
@@ -15,7 +15,7 @@ set -euo pipefail
 export LC_ALL=C
 here=$(cd "$(dirname "$0")" && pwd)
 repo=nimstack-lab/nim-standin
-# shellcheck source=scripts/lab/lib-build.sh
+# shellcheck source=tests/lab/lib-build.sh
 source "$here/lib-build.sh"
 parse_archive_option "$@"
 

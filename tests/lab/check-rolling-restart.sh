@@ -15,16 +15,16 @@
 # Prints the seconds without service per group, the seconds with no group serving and the
 # times; fails on a second with no group serving or a group that does not come back.
 #
-#   scripts/lab/check-rolling-restart.sh LOGDIR HOST,HOST NAME=LEADER NAME=LEADER -- ANSIBLE_ARGS...
+#   tests/lab/check-rolling-restart.sh LOGDIR HOST,HOST NAME=LEADER NAME=LEADER -- ANSIBLE_ARGS...
 #
-# Needs the lab of scripts/lib-lab-test.sh (NIMSTACK_LAB_PREFIX, NIMSTACK_LAB_DIR) with the
-# groups serving; scripts/test-security.sh runs it. RESTART_HOSTS should hold a member of each
+# Needs the lab of tests/e2e/lib-lab-test.sh (NIMSTACK_LAB_PREFIX, NIMSTACK_LAB_DIR) with the
+# groups serving; tests/e2e/test-security.sh runs it. RESTART_HOSTS should hold a member of each
 # group (a leader and a worker show both ways a group loses a rank).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
-# shellcheck source=scripts/lib-lab-test.sh
-source "$repo/scripts/lib-lab-test.sh"
+# shellcheck source=tests/e2e/lib-lab-test.sh
+source "$repo/tests/e2e/lib-lab-test.sh"
 
 logs=${1:?LOGDIR}
 IFS=, read -r -a restart_hosts <<<"${2:?HOST,HOST}"
@@ -45,7 +45,7 @@ daemon_json=/etc/docker/daemon.json
 rolling() {
   local name=$1; shift
   local t=$SECONDS rc=0
-  scripts/lab/rolling_probe.py --settle 5 --bound 240 --timeline --log "$logs/rolling-$name.log" "${urls[@]}" -- \
+  tests/lab/rolling_probe.py --settle 5 --bound 240 --timeline --log "$logs/rolling-$name.log" "${urls[@]}" -- \
     ansible-playbook -i "$inventory" -i inventories/lab -i inventories/lab-docker -i inventories/lab-tests "${play_args[@]}" "$@" \
     --tags docker playbooks/prepare_hosts.yml >"$logs/rolling-$name.probe" 2>&1 || rc=$?
   grep -v '^  t=' "$logs/rolling-$name.probe" | sed 's/^/   /'

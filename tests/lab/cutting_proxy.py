@@ -1,6 +1,6 @@
 """A registry front for the lab that cuts pulls half way, to test what a site sees when a link drops.
 
-Runs in the lab registry's container beside the registry (scripts/lab/check-registry.sh starts it):
+Runs in the lab registry's container beside the registry (tests/e2e/test-contracts.sh starts it):
 it terminates TLS with the registry's own certificate, forwards every request to the registry, and
 for the client named by --victim cuts the first --cuts responses of the layer --target after
 --cut-after bytes (the TLS connection just closes: the engine sees an unexpected EOF, as when a

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The lab: N systemd hosts on one Docker network, reached over real SSH like real nodes.
 #
-#   scripts/lab/lab.sh up [N]    start (or reconcile to) N hosts, default 3; writes the inventory
-#   scripts/lab/lab.sh down      remove the hosts, their volumes, the network and build/lab
-#   scripts/lab/lab.sh inventory rewrite build/lab/inventory.yml from the running hosts
-#   scripts/lab/lab.sh status    list the lab's containers
+#   tests/lab/lab.sh up [N]    start (or reconcile to) N hosts, default 3; writes the inventory
+#   tests/lab/lab.sh down      remove the hosts, their volumes, the network and build/lab
+#   tests/lab/lab.sh inventory rewrite build/lab/inventory.yml from the running hosts
+#   tests/lab/lab.sh status    list the lab's containers
 #
 # Layout of the lab network (NIMSTACK_LAB_SUBNET, a private /24 used only by these containers):
 #   .1           the Docker bridge (this machine)
@@ -20,7 +20,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-# shellcheck source=scripts/lab/lab-network.sh
+# shellcheck source=tests/lab/lab-network.sh
 source "$here/lab-network.sh"
 shared_path=${NIMSTACK_LAB_SHARED_PATH:-/mnt/nimstack/model-cache}
 state=${NIMSTACK_LAB_DIR:-$repo/build/lab}
@@ -105,8 +105,8 @@ write_inventory() {
 
   tmp=$(mktemp "$state/.inventory.XXXXXX")
   {
-    echo "# Written by scripts/lab/lab.sh for the lab on Docker network $network ($subnet)."
-    echo "# Regenerate with 'scripts/lab/lab.sh inventory'; add group_vars with a second -i."
+    echo "# Written by tests/lab/lab.sh for the lab on Docker network $network ($subnet)."
+    echo "# Regenerate with 'tests/lab/lab.sh inventory'; add group_vars with a second -i."
     echo "all:"
     echo "  children:"
     echo "    nim_nodes:"

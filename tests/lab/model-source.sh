@@ -2,14 +2,14 @@
 # The lab's model source: a small HTTP server container on the lab network at .2 of the lab
 # subnet (reserved for lab services) serving a synthetic model for the stand-in NIM's
 # download-to-cache, and counting downloads, so that tests can prove the shared cache is filled
-# once. Runs scripts/lab/model-source.py on the lab's base image: no registry, no package.
+# once. Runs tests/lab/model-source.py on the lab's base image: no registry, no package.
 #
-#   scripts/lab/model-source.sh up [--rate BYTES_PER_SECOND]   start (or reconcile); prints the model URL
-#   scripts/lab/model-source.sh down                           remove the container
-#   scripts/lab/model-source.sh count                          print the number of whole downloads
-#   scripts/lab/model-source.sh stats                          print the counters as JSON
-#   scripts/lab/model-source.sh reset                          zero the counters
-#   scripts/lab/model-source.sh url                            print the model URL
+#   tests/lab/model-source.sh up [--rate BYTES_PER_SECOND]   start (or reconcile); prints the model URL
+#   tests/lab/model-source.sh down                           remove the container
+#   tests/lab/model-source.sh count                          print the number of whole downloads
+#   tests/lab/model-source.sh stats                          print the counters as JSON
+#   tests/lab/model-source.sh reset                          zero the counters
+#   tests/lab/model-source.sh url                            print the model URL
 #
 # The network is created like lab.sh does when it does not exist yet. NIMSTACK_LAB_PREFIX,
 # NIMSTACK_LAB_NETWORK and NIMSTACK_LAB_SUBNET select the lab as for lab.sh;
@@ -18,7 +18,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=scripts/lab/lab-network.sh
+# shellcheck source=tests/lab/lab-network.sh
 source "$here/lab-network.sh"
 rate=${NIMSTACK_MODEL_SOURCE_RATE:-0}
 size_mib=${NIMSTACK_MODEL_SOURCE_SIZE_MIB:-4}

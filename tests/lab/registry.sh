@@ -4,11 +4,11 @@
 # whose password is the lab's NGC key: nvcr.io's scheme, so the lab's rollout pulls through the
 # same tasks a site uses with nvcr.io. For the lab and the tests only.
 #
-#   scripts/lab/registry.sh up          start (or reconcile); prints the registry's host:port
-#   scripts/lab/registry.sh push IMAGE  push a local image as <registry>/nim/<IMAGE's path>:<tag>; prints it
-#   scripts/lab/registry.sh trust HOST  make lab host HOST (a container) trust the lab CA for the registry
-#   scripts/lab/registry.sh key         print the path of the lab's NGC key file (0600)
-#   scripts/lab/registry.sh down        remove the container, its state and this machine's trust
+#   tests/lab/registry.sh up          start (or reconcile); prints the registry's host:port
+#   tests/lab/registry.sh push IMAGE  push a local image as <registry>/nim/<IMAGE's path>:<tag>; prints it
+#   tests/lab/registry.sh trust HOST  make lab host HOST (a container) trust the lab CA for the registry
+#   tests/lab/registry.sh key         print the path of the lab's NGC key file (0600)
+#   tests/lab/registry.sh down        remove the container, its state and this machine's trust
 #
 # State (CA, certificate, key file) lives in $NIMSTACK_LAB_DIR/registry. This machine's dockerd
 # trusts the lab CA through /etc/docker/certs.d/<registry>/ca.crt (removed by down). The key
@@ -17,7 +17,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-# shellcheck source=scripts/lab/lab-network.sh
+# shellcheck source=tests/lab/lab-network.sh
 source "$here/lab-network.sh"
 state=${NIMSTACK_LAB_DIR:-$repo/build/lab}/registry
 name=$prefix-registry

@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Probe every group's leader once a second while a command runs; say whether any second had no group serving.
 
-    scripts/lab/rolling_probe.py [--settle S] [--bound S] NAME=URL ... -- COMMAND ...
+    tests/lab/rolling_probe.py [--settle S] [--bound S] NAME=URL ... -- COMMAND ...
 
 Every second (one tick) each URL is asked once (GET, 1 s timeout, answered = HTTP 200), all in
 parallel; the command (ansible-playbook) runs meanwhile. After it ends the probes go on until

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Stream chat completions without pause through one endpoint until a stop file appears; count failures.
 
-    python3 scripts/lab/stream_load.py BASE_URL MODEL STOP_FILE [--bound S] [--max-tokens N]
+    python3 tests/lab/stream_load.py BASE_URL MODEL STOP_FILE [--bound S] [--max-tokens N]
 
 Each request is POST BASE_URL/chat/completions with "stream": true; it counts as served when the
 reply is HTTP 200 with at least one content chunk and ends with `data: [DONE]`, failed otherwise

@@ -18,9 +18,9 @@
 #                   worker leaves on its own
 # Everything it made is removed at the end, whatever happens. Prints timings.
 #
-#   scripts/lab/test-standin.sh [--contract mpi|ray|leader_address]...   (default: all three)
+#   tests/lab/test-standin.sh [--contract mpi|ray|leader_address]...   (default: all three)
 #
-# NIMSTACK_STANDIN_IMAGE names an image to test instead of building scripts/lab/standin.
+# NIMSTACK_STANDIN_IMAGE names an image to test instead of building tests/lab/standin.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -236,7 +236,7 @@ expect_stream() {
   grep -q '"object": "chat.completion.chunk"' <<<"$raw" || fail "the stream carries no chat.completion.chunk: $raw"
   grep -q '"usage": {' <<<"$raw" || fail "stream_options.include_usage gave no usage chunk"
   ((events > 5)) || fail "the stream came in $events events: $raw"
-  client=$("$repo/.venv/bin/python" "$repo/scripts/lab/openai-stream.py" "$api/v1" nimstack/standin-llm \
+  client=$("$repo/.venv/bin/python" "$repo/tests/lab/openai-stream.py" "$api/v1" nimstack/standin-llm \
     --expect "$leader (rank 0)" --expect "${workers[1]} (rank 2)") || fail "the OpenAI client's stream failed: $client"
   step "streamed: $events server-sent events raw; the openai client: $client"
 }

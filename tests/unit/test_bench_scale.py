@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, nimstack maintainers
 # SPDX-License-Identifier: Apache-2.0
-"""The arithmetic of the scale benchmarks: scripts/bench_overlap_report.py and scripts/bench_controller.py."""
+"""The arithmetic of the scale benchmarks: benchmarks/bench_overlap_report.py and benchmarks/bench_controller.py."""
 
 import importlib.util
 import os
@@ -11,7 +11,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def _load(name):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(REPO, 'scripts', name + '.py'))
+    spec = importlib.util.spec_from_file_location(name, os.path.join(REPO, 'benchmarks', name + '.py'))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -15,7 +15,7 @@ import sys
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(REPO, 'scripts'))
+sys.path.insert(0, os.path.join(REPO, 'benchmarks'))
 
 import bench_controller  # noqa: E402  pylint: disable=wrong-import-position
 

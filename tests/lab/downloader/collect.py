@@ -3,7 +3,7 @@
 """Copy into an output root what the stand-in's download-to-cache needs to run, and nothing else:
 the python3 binary, the shared libraries it and the imported extension modules link, and the
 standard library modules the downloader imports (found by importing it). Used by the first stage
-of scripts/lab/downloader/Dockerfile.
+of tests/lab/downloader/Dockerfile.
 
     python3 collect.py SOURCE_DIR OUT_DIR
 """
