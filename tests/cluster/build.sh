@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Build the live test cluster's binaries and install artifacts, at the versions pinned by the
-# wrapper modules under scripts/k8s/modules/ (go.mod + go.sum) and by sources.txt, and cache them
-# outside the clone, keyed by that recipe and by which sources were given: a second build is a no-op.
+# wrapper modules under tests/cluster/modules/ (go.mod + go.sum) and by sources.txt, and cache them
+# outside the clone, keyed by that recipe (build.sh's and sources.txt's commands and pins, not their
+# comments) and by which sources were given: a second build is a no-op.
 #
-#   scripts/k8s/build.sh          # prints the cache directory (bin/, share/) on stdout
+#   tests/cluster/build.sh          # prints the cache directory (bin/, share/) on stdout
 #
 #   bin/   etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok helm
 #          lws, nim-operator                when their source is given (below)
@@ -88,8 +89,11 @@ for name in lws nim-operator; do
   fi
 done
 
-key=$( (go env GOVERSION GOARCH; echo "sources: ${built[*]}"; cd "$here" && find build.sh sources.txt modules -type f \
-  | LC_ALL=C sort | xargs sha256sum) | sha256sum | cut -c1-16)
+# The key is the recipe: the commands below and the pins, not the comments (which name this
+# script's own path), so that a reworded comment or a move of tests/cluster/ rebuilds nothing.
+recipe() { grep -v '^[[:space:]]*#' "$1" | sha256sum | sed "s|-\$|$1|"; }
+key=$( (go env GOVERSION GOARCH; echo "sources: ${built[*]}"; cd "$here" && recipe build.sh && recipe sources.txt \
+  && find modules -type f | LC_ALL=C sort | xargs sha256sum) | sha256sum | cut -c1-16)
 root=${NIMSTACK_K8S_CACHE:-/var/cache/nimstack/k8s}
 out=$root/$key
 if [[ -f $out/.complete ]]; then
