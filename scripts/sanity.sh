@@ -22,7 +22,8 @@ PY
 tree=$(scripts/collection-tree.sh build/sanity)
 # The collections whose module_utils this one's modules import (kubernetes.core's API client),
 # beside it, where ansible-test looks for them.
-for dependency in kubernetes/core; do
+dependencies=(kubernetes/core)
+for dependency in "${dependencies[@]}"; do
   source=$(python3 -c 'import importlib.util, sys; print(list(importlib.util.find_spec(sys.argv[1]).submodule_search_locations)[0])' \
     "ansible_collections.${dependency/\//.}")
   mkdir -p "build/sanity/ansible_collections/${dependency%/*}"
