@@ -105,8 +105,8 @@ def run_site(tree, workdir, name, inventory, tag, key, keep=None):
     except ValueError:
         document = {}
     if proc.returncode != 0 or not document:
-        raise RuntimeError('site.yml of %s failed (rc=%d): %s\n%s' % (name, proc.returncode, proc.stderr[-2000:],
-                                                                    out[-3000:]))
+        raise RuntimeError('site.yml of %s failed (rc=%d): %s\n%s'
+                           % (name, proc.returncode, proc.stderr[-2000:], out[-3000:]))
     if keep:
         with open(os.path.join(keep, name + '.json'), 'w', encoding='utf-8') as handle:
             json.dump(document, handle)
@@ -139,7 +139,8 @@ def main(argv):
             subprocess.run(['git', '-C', REPO, 'worktree', 'remove', '--force', base], check=False)
         shutil.rmtree(workdir, ignore_errors=True)
     results['base']['ref'] = git('rev-parse', '--short', ref)
-    results['working_tree']['ref'] = git('rev-parse', '--short', 'HEAD') + ('+dirty' if git('status', '--porcelain', '--untracked-files=no') else '')
+    dirty = git('status', '--porcelain', '--untracked-files=no')
+    results['working_tree']['ref'] = git('rev-parse', '--short', 'HEAD') + ('+dirty' if dirty else '')
     after = results['working_tree']
     json.dump({'results': results, 'target_cpu_s_per_host': TARGET_CPU_S,
                'passed': after['changed'] == 0 and after['cpu_s_per_host'] <= TARGET_CPU_S}, sys.stdout, indent=2)
