@@ -16,7 +16,8 @@ import os
 import re
 
 from ansible_collections.nimstack.multinode.plugins.module_utils.driver_plan import as_int
-from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import as_bool, image_reference
+from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import (
+    DEFAULT_SECRETS_GID, SECRETS_GID_MIN, SHARED_GIDS, as_bool, image_reference)
 
 ULIMIT_PATTERN = re.compile(r'^[a-z]+:-?[0-9]+(:-?[0-9]+)?$')
 
@@ -72,9 +73,11 @@ def preflight_problems(plan, play_hosts, inputs, deploying=True, allow_partial=F
 
     plan: the whole plan of nim_plan. play_hosts: the hosts of the play. inputs: per group name,
     the role's inputs as its first member in the play sees them: present (nim_docker_state is
-    present), archive (nim_docker_image_archive), archive_on_nodes, key_set (whether an NGC key is
-    set; never the key), registry, mesh_port (ssh_mesh_port, None when unset), ulimits, supervisor
-    and supervisor_port (nim_docker_supervisor and its port). deploying:
+    present), archive (nim_docker_image_archive), download_archive (nim_docker_download_image_archive),
+    archive_on_nodes, key_set (whether an NGC key is set; never the key), registry, mesh_port
+    (ssh_mesh_port, None when unset), mesh_gid (ssh_mesh_secrets_gid, else nim_secrets_gid; None when
+    neither is set, for the default), ulimits, supervisor and supervisor_port (nim_docker_supervisor
+    and its port). deploying:
     whether the run deploys (a partial group is refused only then). allow_partial:
     nim_docker_allow_partial_group. secrets_gid, ulimits: the play's nim_docker_secrets_gid and
     nim_docker_ulimits. is_file: tells whether a path is a file on the controller. canary:
@@ -86,6 +89,8 @@ def preflight_problems(plan, play_hosts, inputs, deploying=True, allow_partial=F
     elif 'groups' not in plan or 'hosts' not in plan:
         errors.append(NOT_A_PLAN)
     groups = dict((g.get('name'), g) for g in docker_groups(plan))
+    gid = str(secrets_gid)
+    gid_is_number = bool(re.match(r'^[0-9]+$', gid)) and int(gid) > 0
     summaries = preflight_groups(plan, play_hosts, inputs)
     for summary in summaries:
         name = summary['name']
@@ -108,15 +113,18 @@ def preflight_problems(plan, play_hosts, inputs, deploying=True, allow_partial=F
                 "group '%s': nim_ngc_api_key (nim_docker_ngc_api_key) is empty, but %s is pulled from %s;"
                 ' provide the key (ansible-vault or an AWX credential) or ship the image as an archive'
                 ' (nim_docker_image_archive)' % (name, image, summary.get('registry', '')))
-        if present and archive and not summary.get('archive_on_nodes', False) and not is_file(archive):
-            errors.append('nim_docker_image_archive=%s: no such file on the controller (set'
-                          ' nim_docker_image_archive_on_nodes=true when the path is on the nodes)' % archive)
+        for variable, path in (('nim_docker_image_archive', archive),
+                               ('nim_docker_download_image_archive', summary.get('download_archive') or '')):
+            if present and path and not summary.get('archive_on_nodes', False) and not is_file(path):
+                errors.append('%s=%s: no such file on the controller (set nim_docker_image_archive_on_nodes=true'
+                              ' when the path is on the nodes)' % (variable, path))
         if present and as_bool(summary.get('supervisor', False)) is True:
             supervisor_port = as_int(summary.get('supervisor_port'))
             clashes = sorted(name_ for name_, port in (group.get('ports') or {}).items() if as_int(port) == supervisor_port)
             if clashes:
-                errors.append("group '%s': nim_group_supervisor_port=%s is also the group's %s port (%s): the supervisor "
-                              'listens on every member beside the ranks, on the host network; choose another port'
+                errors.append("group '%s': nim_docker_supervisor_port=%s (inventory-wide nim_group_supervisor_port) is "
+                              "also the group's %s port (%s): the supervisor listens on every member beside the ranks, "
+                              'on the host network; choose another port'
                               % (name, summary.get('supervisor_port'), ', '.join(clashes),
                                  ', '.join('nim_%s_port' % c for c in clashes)))
         mesh_port = summary.get('mesh_port')
@@ -124,18 +132,24 @@ def preflight_problems(plan, play_hosts, inputs, deploying=True, allow_partial=F
         if present and launch.get('ssh_mesh') and mesh_port is not None and as_int(mesh_port) != as_int(ssh_port):
             errors.append("group '%s': nim_ssh_port=%s but ssh_mesh_port=%s; the containers sshd and the mesh"
                           ' ssh_config must agree on one port' % (name, ssh_port, mesh_port))
+        # A secrets gid that is no gid at all is named once, below.
+        mesh_gid = DEFAULT_SECRETS_GID if summary.get('mesh_gid') is None else summary['mesh_gid']
+        if present and launch.get('ssh_mesh') and gid_is_number and as_int(mesh_gid) != int(gid):
+            errors.append("group '%s': nim_docker_secrets_gid=%s but ssh_mesh_secrets_gid=%s; the mesh's keys belong to"
+                          ' the group nimstack-secrets and the ranks read them through it: set one gid for both'
+                          ' (inventory-wide nim_secrets_gid)' % (name, secrets_gid, mesh_gid))
     if canary not in (None, '') and canary not in groups:
-        errors.append('nim_canary_group=%s: not a Docker deployment group of the plan (accepts one of: %s)'
+        errors.append('nim_canary_group=%s (nim_docker_canary_group): not a Docker deployment group of the plan'
+                      ' (accepts one of: %s)'
                       % (canary, ', '.join(sorted(str(g) for g in groups)) or 'none'))
-    gid = str(secrets_gid)
-    if not (re.match(r'^[0-9]+$', gid) and int(gid) > 0):
+    if not gid_is_number:
         errors.append('nim_docker_secrets_gid=%s: must be a numeric gid above 0 (the group nimstack-secrets;'
                       ' inventory-wide nim_secrets_gid)' % gid)
-    elif int(gid) < 1000 or int(gid) in (65534, 65535) or int(gid) == as_int(container_gid):
+    elif int(gid) < SECRETS_GID_MIN or int(gid) in SHARED_GIDS or int(gid) == as_int(container_gid):
         errors.append('nim_docker_secrets_gid=%s: the group nimstack-secrets needs a gid of its own, which no other '
                       'group or account shares: not a system gid (below 1000), not nogroup (65534), not the '
                       "containers' own gid (nim_docker_container_gid=%s) or a login account's; the default is "
-                      '64910 (inventory-wide nim_secrets_gid)' % (gid, container_gid))
+                      '%d (inventory-wide nim_secrets_gid)' % (gid, container_gid, DEFAULT_SECRETS_GID))
     for limits in [ulimits] + [s.get('ulimits') for s in summaries]:
         wrong = [str(u) for u in _as_list(limits) if not ULIMIT_PATTERN.match(str(u))]
         if wrong:

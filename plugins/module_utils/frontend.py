@@ -16,15 +16,25 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import as_bool
+
 _BACKEND_NAME = re.compile(r'[^A-Za-z0-9_.-]+')
 
 # The role's settings frontend_problems() reads, with the role's defaults (roles/nim_frontend/defaults).
 SETTING_DEFAULTS = {'nim_frontend_state': 'present', 'nim_frontend_port': 8080}
-PROBLEM_ON_KUBERNETES = ("nim_frontend host %s is a host of group '%s', which runs on Kubernetes: the front door "
-                         "would log in to it, and the hosts of a Kubernetes group are never contacted; put the front "
-                         "door on another host")
+# The group supervisor's settings on a front door's host, with the defaults of roles/nim_docker
+# (nim_docker_supervisor and nim_docker_supervisor_port default to the inventory-wide ones).
+SUPERVISOR_DEFAULTS = {'nim_group_supervisor': True, 'nim_group_supervisor_port': 8479}
+SETTING_NAMES = tuple(sorted(SETTING_DEFAULTS)) + tuple(sorted(SUPERVISOR_DEFAULTS)) + (
+    'nim_docker_supervisor', 'nim_docker_supervisor_port')
+PROBLEM_ON_KUBERNETES = ("nim_frontend host %s is a host of group '%s', which runs on Kubernetes "
+                         "(nim_deployment_mode=kubernetes): the front door would log in to it, and the hosts of a "
+                         "Kubernetes group are never contacted; put the front door on another host")
 PROBLEM_PORT = ("nim_frontend_port=%s on host %s is also the %s port (nim_%s_port) of group '%s' on that host: the "
                 "front door and the rank share the host network; choose another port")
+PROBLEM_SUPERVISOR_PORT = ("nim_frontend_port=%s on host %s is also the port of the supervisor of group '%s' on that "
+                           "host (nim_docker_supervisor_port, inventory-wide nim_group_supervisor_port): both listen "
+                           "on the host network; choose another port")
 
 
 def served_model(image, override=None):
@@ -69,15 +79,15 @@ def frontend_pools(groups):
 
 def frontend_problems(plan, frontends):
     """What the front door cannot do with this plan, found on the controller before any host is
-    contacted. frontends: {host: its nim_frontend_* settings} for every host of nim_frontend (a
-    missing setting takes the role's default). A front door on a host of a Kubernetes group, or on
-    a port that a rank of a Docker group listens on on the same host, is refused."""
+    contacted. frontends: {host: its SETTING_NAMES} for every host of nim_frontend (a missing
+    setting takes the role's default). A front door on a host of a Kubernetes group, or on a port
+    that a rank or the group supervisor of a Docker group listens on on the same host, is refused."""
     hosts = (plan or {}).get('hosts') or {}
     groups = (plan or {}).get('groups') or {}
     problems = []
     for host in sorted(frontends or {}):
-        settings = dict(SETTING_DEFAULTS)
-        settings.update((k, v) for k, v in (frontends[host] or {}).items() if k in SETTING_DEFAULTS)
+        settings = dict(SETTING_DEFAULTS, **SUPERVISOR_DEFAULTS)
+        settings.update((k, v) for k, v in (frontends[host] or {}).items() if k in SETTING_NAMES)
         if settings['nim_frontend_state'] != 'present':
             continue
         entry = hosts.get(host) or {}
@@ -91,4 +101,8 @@ def frontend_problems(plan, frontends):
         for name in sorted(group.get('ports') or {}):
             if str(group['ports'][name]) == port:
                 problems.append(PROBLEM_PORT % (port, host, name, name, group.get('name')))
+        supervisor = settings.get('nim_docker_supervisor', settings['nim_group_supervisor'])
+        supervisor_port = settings.get('nim_docker_supervisor_port', settings['nim_group_supervisor_port'])
+        if as_bool(supervisor) and str(supervisor_port) == port:
+            problems.append(PROBLEM_SUPERVISOR_PORT % (port, host, group.get('name')))
     return problems

@@ -39,6 +39,16 @@ _VIRTUAL_TREES = ('/proc', '/sys', '/dev')
 # doctor's probe there would clash with it (or take it over).
 HOST_SSHD_PORT = 22
 
+# The group nimstack-secrets needs a gid of its own: never a system group's (below 1000) nor
+# nogroup's (65534, and 65535, the 16-bit -1), which other accounts share.
+SECRETS_GID_MIN = 1000
+SHARED_GIDS = (65534, 65535)
+# Its gid where the inventory sets none (nim_secrets_gid: the defaults of nim_docker and ssh_mesh).
+DEFAULT_SECRETS_GID = 64910
+
+# The CRDs a LeaderWorkerSet release installs, the only ones lws_remove_crds may name (roles/lws/vars).
+LWS_CRDS = ('leaderworkersets.leaderworkerset.x-k8s.io', 'disaggregatedsets.disaggregatedset.x-k8s.io')
+
 _HOSTNAME_LABEL = re.compile(r'^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$')
 DNS_LABEL_RE = re.compile(r'^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$')
 # A release of a chart or manifest: v1.2.3, with a pre-release such as -rc.1 (never `latest`, a
@@ -50,6 +60,13 @@ REGISTRY_USER_RE = re.compile(r'^[A-Za-z0-9$._@+-]{1,256}$')
 # A model name as NIM serves it and the front door's ACLs match it (meta/llama-3.1-8b-instruct).
 MODEL_NAME_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,255}$')
 RELEASE_RE = re.compile(r'^v\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$')
+# A chart version as a Helm repository lists it: some charts tag v25.10.0, others 25.7.0.
+CHART_VERSION_RE = re.compile(r'^v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$')
+# A Helm release name (Helm refuses more than 53 characters) and a chart name.
+HELM_RELEASE_RE = re.compile(r'^[a-z0-9]([-a-z0-9]{0,51}[a-z0-9])?$')
+CHART_NAME_RE = re.compile(r'^[a-z0-9]([-a-z0-9_.]{0,61}[a-z0-9])?$')
+# Where Helm fetches a chart by reference: an OCI registry or an https repository, never plain http.
+CHART_REF_RE = re.compile(r'^(oci|https)://[^/\s]+\S*$')
 DNS_SUBDOMAIN_RE = re.compile(r'^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$')
 # Docker's reference grammar: lower-case path components, an optional registry host[:port].
 _IMAGE_RE = re.compile(r'^(?:[A-Za-z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*'
@@ -105,6 +122,17 @@ ACCEPT_QUANTITY = 'a Kubernetes quantity such as 500Gi, 1Ti or 64'
 ACCEPT_RESOURCES = ('a mapping with limits and/or requests, each a mapping of resource names to '
                     'Kubernetes quantities such as 500Gi or 8')
 ACCEPT_OCTAL_MODE = 'a quoted octal mode such as "0775"'
+ACCEPT_SECRETS_GID = ('a whole number from 1000 to 2147483647 other than 65534 and 65535 (nogroup): a gid that no '
+                      'system group, login account or other group has')
+ACCEPT_IMAGE_REFERENCE = ('an image with its tag such as nvcr.io/nim/nvidia/downloader:1.0.0 (or @sha256:<64 hex '
+                          'digits>), or empty')
+ACCEPT_HELM_RELEASE = 'a Helm release name: 1-53 lower-case letters, digits and -, starting and ending with a letter or digit'
+ACCEPT_CHART_NAME = 'a chart name: lower-case letters, digits, -, _ and ., starting and ending with a letter or digit'
+ACCEPT_CHART_REF = 'an oci:// or https:// chart reference such as oci://registry.k8s.io/lws/charts/lws'
+ACCEPT_CHART_VERSION = 'a chart version such as v25.10.0 or 25.7.0 (major.minor.patch, optionally -rc.1)'
+ACCEPT_CHART_ARCHIVE = 'a path on the controller to a chart archive (.tgz), on one line, or empty'
+ACCEPT_CONTROLLER_FILE = 'a file path on the controller (relative, ~ or absolute), on one line, or empty'
+ACCEPT_MAPPING_LIST = 'a YAML list of mappings'
 
 
 def accepts_int(low, high):
@@ -151,12 +179,15 @@ P_EMPTY = 'is empty'
 P_BAD_RELEASE = 'is not a release version'
 P_BAD_NAME = 'holds characters its use does not allow'
 P_MOUNT_CHARS = 'holds a colon, comma or whitespace, which would change the meaning of a bind mount or a unit line'
+P_NOT_ARCHIVE = 'is not a chart archive (.tgz)'
+P_NOT_CHART_REF = 'is not an oci:// or https:// reference'
 
 PROBLEMS = (P_NOT_INT, P_BOOL_AS_INT, P_OUT_OF_RANGE, P_NOT_NUMBER, P_SSHD_PORT, P_NOT_LIST,
             P_STRING_NOT_LIST, P_NOT_NETWORK, P_WORLD, P_NOT_ABSOLUTE, P_SYSTEM_DIR, P_VIRTUAL_TREE,
             P_NOT_HTTPS, P_TAG_NUMBER, P_BAD_TAG, P_TAG_IN_IMAGE, P_BAD_IMAGE, P_BAD_DNS, P_BAD_ADDRESS,
             P_SECRET_CHARS, P_NOT_STRING, P_NOT_BOOL, P_NOT_CHOICE, P_MULTILINE, P_NOT_MAPPING, P_BAD_ENV,
-            P_BAD_QUANTITY, P_EMPTY, P_BAD_RELEASE, P_BAD_NAME, P_MOUNT_CHARS)
+            P_BAD_QUANTITY, P_EMPTY, P_BAD_RELEASE, P_BAD_NAME, P_MOUNT_CHARS, P_NOT_ARCHIVE,
+            P_NOT_CHART_REF)
 
 
 class Rule(object):
@@ -392,6 +423,28 @@ def _image_tag():
     return Rule(check, ACCEPT_IMAGE_TAG, kind='str')
 
 
+def _image_reference():
+    """An image as docker pulls it: a repository as nim_image takes it, then :tag or @sha256:digest
+    (never the implied :latest), or empty."""
+    def check(value):
+        if not isinstance(value, str):
+            return P_NOT_STRING
+        if value == '':
+            return None
+        repository, at, digest = value.partition('@')
+        if at:
+            tagged = bool(DIGEST_RE.match(digest))
+        elif ':' in repository.rsplit('/', 1)[-1]:
+            repository, _colon, tag = repository.rpartition(':')
+            tagged = bool(TAG_RE.match(tag))
+        else:
+            tagged = False
+        if not _IMAGE_RE.match(repository):
+            return P_BAD_IMAGE
+        return None if tagged else P_BAD_TAG
+    return Rule(check, ACCEPT_IMAGE_REFERENCE, kind='str')
+
+
 def image_reference(image, tag):
     """What docker and Kubernetes pull: repo:tag, or repo@sha256:... for a digest."""
     tag = '' if tag is None else str(tag)
@@ -424,6 +477,39 @@ def _dns(pattern, accepts, empty_ok=False):
 
 def _release():
     return _pattern(RELEASE_RE, ACCEPT_RELEASE, problem=P_BAD_RELEASE)
+
+
+def _chart_version():
+    return _pattern(CHART_VERSION_RE, ACCEPT_CHART_VERSION, problem=P_BAD_RELEASE)
+
+
+def _chart_ref():
+    return _pattern(CHART_REF_RE, ACCEPT_CHART_REF, problem=P_NOT_CHART_REF)
+
+
+def _controller_file(archive=False):
+    """A file the controller reads (a kubeconfig, a manifest, a chart): a path on one line, or empty;
+    archive: a chart packed as .tgz, as Helm installs it."""
+    def check(value):
+        if not isinstance(value, str):
+            return P_NOT_STRING
+        if _CONTROL.search(value):
+            return P_MULTILINE
+        if archive and value and not value.endswith('.tgz'):
+            return P_NOT_ARCHIVE
+        return None
+    return Rule(check, ACCEPT_CHART_ARCHIVE if archive else ACCEPT_CONTROLLER_FILE, kind='str')
+
+
+def _secrets_gid():
+    def check(value):
+        number, problem = as_int(value)
+        if problem:
+            return problem
+        if number < SECRETS_GID_MIN or number > _ID or number in SHARED_GIDS:
+            return P_OUT_OF_RANGE
+        return None
+    return Rule(check, ACCEPT_SECRETS_GID, kind='int')
 
 
 def _secret():
@@ -481,6 +567,27 @@ def _string_list():
                 return P_MULTILINE if isinstance(item, str) else P_NOT_STRING
         return None
     return Rule(check, ACCEPT_STRING_LIST, kind='list')
+
+
+def _subset(choices):
+    """A list of some of the choices (what a role may remove: naming anything else would remove it)."""
+    def check(value):
+        if isinstance(value, str):
+            return P_STRING_NOT_LIST
+        if not isinstance(value, list):
+            return P_NOT_LIST
+        return None if all(item in choices for item in value) else P_NOT_CHOICE
+    return Rule(check, 'a YAML list of none, some or all of: %s' % ', '.join(choices), kind='list')
+
+
+def _mapping_list():
+    def check(value):
+        if isinstance(value, str):
+            return P_STRING_NOT_LIST
+        if not isinstance(value, list):
+            return P_NOT_LIST
+        return None if all(isinstance(item, dict) for item in value) else P_NOT_MAPPING
+    return Rule(check, ACCEPT_MAPPING_LIST, kind='list')
 
 
 def _mapping():
@@ -592,6 +699,8 @@ RULES = {
     'nim_group_supervisor_port': _port(not_sshd=True),
     'nim_group_max_restarts': _int_check(0, 100),
     'nim_group_restart_window': _int_check(60, _WEEK),
+    # The gid of the collection's group nimstack-secrets (nim_docker_secrets_gid, ssh_mesh_secrets_gid).
+    'nim_secrets_gid': _secrets_gid(),
     # How many serving groups a restart (dockerd, a driver reload, a reboot) may take down at once.
     'nim_max_unavailable_groups': _int_check(1, 1000),
     # The Docker group a rollout changes first, alone (the preflight checks it names one).
@@ -610,6 +719,8 @@ RULES = {
     'nim_frontend_retries': _int_check(0, 10),
     'nim_frontend_timeout_s': _int_check(1, _DAY),
     'nim_frontend_config_dir': _path('owned'),
+    'nim_frontend_state': _choice(('present', 'absent')),
+    'nim_frontend_manage_packages': _bool(),
     # docker
     'docker_install_source': _choice(('auto', 'docker', 'distribution')),
     # What a role does with a component the collection did not install (plugins/module_utils/host_components.py)
@@ -649,7 +760,7 @@ RULES = {
     # ssh_mesh
     'ssh_mesh_dir': _path('owned'),
     'ssh_mesh_port': _port(not_sshd=True),
-    'ssh_mesh_secrets_gid': _int_check(0, _ID),
+    'ssh_mesh_secrets_gid': _secrets_gid(),
     'ssh_mesh_key_size': _int_check(2048, 16384),
     'ssh_mesh_authorized_extra_sources': _sources(False, True, ACCEPT_SSH_SOURCES),
     # nim_firewall
@@ -664,12 +775,18 @@ RULES = {
     # nim_docker
     'nim_docker_registry': _pattern(REGISTRY_RE, ACCEPT_REGISTRY),
     'nim_docker_registry_username': _pattern(REGISTRY_USER_RE, ACCEPT_REGISTRY_USER),
+    'nim_docker_image_archive': _string(),
+    'nim_docker_image_archive_on_nodes': _bool(),
+    'nim_docker_download_image': _image_reference(),
+    'nim_docker_download_image_archive': _string(),
     'nim_docker_config_dir': _path('owned'),
     'nim_docker_mesh_dir': _path('owned'),
     'nim_docker_image_staging_dir': _path('owned'),
     'nim_docker_container_prefix': _dns(DNS_LABEL_RE, ACCEPT_DNS_LABEL),
     'nim_docker_container_uid': _int_check(0, _ID),
     'nim_docker_container_gid': _int_check(0, _ID),
+    'nim_docker_secrets_gid': _secrets_gid(),
+    'nim_docker_restart_policy': _choice(('no', 'on-failure', 'always', 'unless-stopped')),
     'nim_docker_ngc_api_key': _secret(),
     'nim_docker_transfer_timeout': _int_check(1, _WEEK),
     'nim_docker_transfer_poll_interval': _int_check(1, 3600),
@@ -685,6 +802,10 @@ RULES = {
     'nim_docker_supervisor_interval': _int_check(1, 3600),
     'nim_docker_supervisor_log_lines': _int_check(0, 100000),
     'nim_docker_supervisor_dir': _path('owned'),
+    'nim_docker_supervisor': _bool(),
+    'nim_docker_supervisor_port': _port(not_sshd=True),
+    'nim_docker_max_restarts': _int_check(0, 100),
+    'nim_docker_restart_window': _int_check(60, _WEEK),
     'nim_docker_smoke_max_tokens': _int_check(1, 100000),
     'nim_docker_smoke_timeout': _int_check(1, _DAY),
     'nim_docker_ulimits': _string_list(),
@@ -705,11 +826,18 @@ RULES = {
     'nim_k8s_ngc_api_key': _secret(),
     'nim_k8s_auth_secret': _dns(DNS_SUBDOMAIN_RE, ACCEPT_DNS_SUBDOMAIN),
     'nim_k8s_pull_secret': _dns(DNS_SUBDOMAIN_RE, ACCEPT_DNS_SUBDOMAIN),
+    'nim_k8s_registry': _pattern(REGISTRY_RE, ACCEPT_REGISTRY),
+    'nim_k8s_backend': _choice(('lws', 'nim_operator')),
+    'nim_k8s_storage': _choice(('pvc', 'nimcache')),
+    'nim_k8s_cache_profiles': _string_list(),
     'nim_k8s_pvc_name': _dns(DNS_SUBDOMAIN_RE, ACCEPT_DNS_SUBDOMAIN, empty_ok=True),
     'nim_k8s_storage_class': _dns(DNS_SUBDOMAIN_RE, ACCEPT_DNS_SUBDOMAIN, empty_ok=True),
     'nim_k8s_storage_size': _quantity(),
     'nim_k8s_resources': _resources(),
     'nim_k8s_node_selector': _mapping(),
+    'nim_k8s_tolerations': _mapping_list(),
+    'nim_k8s_scheduler_check': _bool(),
+    'nim_k8s_capacity_check': _bool(),
     'nim_k8s_user_id': _int_check(0, _ID),
     'nim_k8s_group_id': _int_check(0, _ID),
     'nim_k8s_startup_timeout': _int_check(0, _WEEK),
@@ -719,20 +847,59 @@ RULES = {
     'nim_k8s_compute_domain': _string(),
     'nim_k8s_probe_period': _int_check(1, 3600),
     'nim_k8s_smoke_timeout': _int_check(1, _DAY),
+    # The components (roles lws, nim_operator, volcano), installed from the controller
+    'lws_state': _choice(('present', 'absent')),
     'lws_namespace': _dns(DNS_LABEL_RE, ACCEPT_DNS_LABEL),
     'lws_version': _release(),
+    'lws_install_method': _choice(('helm', 'manifest', 'file')),
+    'lws_gang_scheduling': _choice(('none', 'volcano')),
+    'lws_helm_release': _pattern(HELM_RELEASE_RE, ACCEPT_HELM_RELEASE),
+    'lws_helm_chart_ref': _chart_ref(),
+    'lws_helm_chart_path': _controller_file(),
+    'lws_helm_values': _mapping(),
+    'lws_manifest_url': _https(False),
+    'lws_manifest_file': _controller_file(),
+    'lws_remove_crds': _subset(LWS_CRDS),
     'lws_render_dir': _path('controller', empty_ok=True),
     'lws_wait_timeout': _int_check(1, _DAY),
+    'lws_kubeconfig': _controller_file(),
+    'lws_context': _string(),
+    'nim_operator_state': _choice(('present', 'absent')),
     'nim_operator_namespace': _dns(DNS_LABEL_RE, ACCEPT_DNS_LABEL),
     'nim_operator_version': _release(),
+    'nim_operator_helm_release': _pattern(HELM_RELEASE_RE, ACCEPT_HELM_RELEASE),
     'nim_operator_helm_repo_url': _https(False),
+    'nim_operator_helm_chart': _pattern(CHART_NAME_RE, ACCEPT_CHART_NAME),
+    'nim_operator_helm_chart_file': _controller_file(archive=True),
+    'nim_operator_helm_values': _mapping(),
+    'nim_operator_gpu_operator_enabled': _bool(),
+    'nim_operator_gpu_operator_version': _chart_version(),
+    'nim_operator_gpu_operator_namespace': _dns(DNS_LABEL_RE, ACCEPT_DNS_LABEL),
+    'nim_operator_gpu_operator_values': _mapping(),
+    'nim_operator_network_operator_enabled': _bool(),
+    'nim_operator_network_operator_version': _chart_version(),
+    'nim_operator_network_operator_namespace': _dns(DNS_LABEL_RE, ACCEPT_DNS_LABEL),
+    'nim_operator_network_operator_values': _mapping(),
+    'nim_operator_needs_lws': _bool(),
     'nim_operator_render_dir': _path('controller', empty_ok=True),
     'nim_operator_wait_timeout': _int_check(1, _DAY),
+    'nim_operator_kubeconfig': _controller_file(),
+    'nim_operator_context': _string(),
+    'volcano_state': _choice(('present', 'absent')),
     'volcano_namespace': _dns(DNS_LABEL_RE, ACCEPT_DNS_LABEL),
     'volcano_version': _release(),
+    'volcano_install_method': _choice(('helm', 'manifest', 'file')),
+    'volcano_helm_release': _pattern(HELM_RELEASE_RE, ACCEPT_HELM_RELEASE),
     'volcano_helm_repo_url': _https(False),
+    'volcano_helm_chart': _pattern(CHART_NAME_RE, ACCEPT_CHART_NAME),
+    'volcano_helm_chart_file': _controller_file(archive=True),
+    'volcano_helm_values': _mapping(),
+    'volcano_manifest_url': _https(False),
+    'volcano_manifest_file': _controller_file(),
     'volcano_render_dir': _path('controller', empty_ok=True),
     'volcano_wait_timeout': _int_check(1, _DAY),
+    'volcano_kubeconfig': _controller_file(),
+    'volcano_context': _string(),
 }
 CHECKED_VARIABLES = tuple(sorted(RULES))
 

@@ -69,6 +69,8 @@ INT_SETTINGS = ('nim_tensor_parallel', 'nim_pipeline_parallel', 'nim_gpus_per_no
                 'nim_mpi_start_timeout', 'nim_ssh_port', 'nim_ray_port', 'nim_master_port', 'nim_shm_size_gb',
                 'nim_network_devices_per_gpu', 'nim_k8s_replicas')
 PORT_SETTINGS = ('nim_api_port', 'nim_ssh_port', 'nim_ray_port', 'nim_master_port')
+PROBLEM_PORT_CLASH = ("group '%s': nim_api_port=%d is also its nim_%s_port: the leader listens on both (on the host "
+                      "network with Docker, in one pod on Kubernetes); give each its own port")
 # May differ between the hosts of one group: each rank gets its own host's value.
 PER_HOST_SETTINGS = ('nim_socket_ifname',)
 
@@ -389,6 +391,9 @@ def _plan_group(name, members, deployment_mode):
     # Every later rule (layout, env, ports, hostfile) reads the decided contract.
     settings['nim_launch_contract'] = contract
     ranked = _assign_ranks(name, members, errors)
+    for key, port in sorted(_ports(contract, settings).items()):
+        if key != 'api' and port is not None and port == settings['nim_api_port']:
+            errors.append(PROBLEM_PORT_CLASH % (name, port, key))
 
     result = {
         'name': name,

@@ -12,7 +12,7 @@ are shims that record every attempt and fail: preflight must never try to reach 
 
 A case fails when an SSH attempt was recorded, when the output holds "Traceback", when the NGC
 key of the inventory appears in the output, when a refused case passes or its failure does not
-name its variable, when an accepted case fails, or (render) when a user's own file in the render
+name each of its variables (as a whole word), when an accepted case fails, or (render) when a user's own file in the render
 directory is gone. Cases run two at a time; the last line sums them up.
 
   tests/e2e/test-bad-inputs.py                     # every case, this checkout
@@ -72,6 +72,7 @@ def write_inventory(case, folder):
     nfs['nfs-1'].update(case.get('nfs_vars') or {})
     door = json.loads(json.dumps(DOOR))
     door['door-1'].update(case.get('frontend_vars') or {})
+    door.update(json.loads(json.dumps(case.get('frontend_nodes') or {})))
     inventory = {'all': {'children': {'nim_nodes': {'hosts': nodes or None}, 'nfs_server': {'hosts': nfs},
                                       'nim_frontend': {'hosts': door}}}}
     group_vars = dict(BASE_VARS)
@@ -123,6 +124,16 @@ def read_results(stdout):
                     if item.get('failed') or item.get('unreachable'):
                         messages.append(str(item.get('msg')))
     return messages, exceptions
+
+
+def expected_variables(case):
+    """The variables a refused case's failure must name: `variables`, or the one `variable`."""
+    return list(case.get('variables') or [case['variable']])
+
+
+def names(text, variable):
+    """Whether text names the variable as a whole word (nim_frontend is not named by nim_frontend_port)."""
+    return re.search(r'(?<![\w])%s(?![\w])' % re.escape(variable), text) is not None
 
 
 def run_case(repo, case, workdir, shim_dir):
@@ -185,10 +196,11 @@ def run_case(repo, case, workdir, shim_dir):
     if any(mark in output for mark in SECRET_MARKS):
         problems.append('the output shows the NGC key')
     if case['expect'] == 'refused':
+        unnamed = [v for v in expected_variables(case) if not names(failures, v)]
         if rc == 0:
-            problems.append('accepted, but should be refused naming %s' % case['variable'])
-        elif case['variable'] not in failures:
-            problems.append('refused (rc=%s) without naming %s' % (rc, case['variable']))
+            problems.append('accepted, but should be refused naming %s' % ', '.join(expected_variables(case)))
+        elif unnamed:
+            problems.append('refused (rc=%s) without naming %s' % (rc, ', '.join(unnamed)))
     elif rc != 0:
         lines = [line for line in failures.splitlines() if line.strip()][:3]
         problems.append('refused (rc=%s), but should be accepted: %s' % (rc, ' | '.join(lines)[:300]))
@@ -224,9 +236,10 @@ def main():
     if len(set(names)) != len(names):
         sys.exit('test-bad-inputs: case names must be unique')
     for case in cases:
-        if case.get('expect') not in ('refused', 'accepted') or (case['expect'] == 'refused' and not case.get('variable')) \
-                or not case.get('family'):
-            sys.exit('test-bad-inputs: case %s needs a family and expect refused (with variable) or accepted' % case['name'])
+        if case.get('expect') not in ('refused', 'accepted') or not case.get('family') \
+                or (case['expect'] == 'refused' and not (case.get('variable') or case.get('variables'))):
+            sys.exit('test-bad-inputs: case %s needs a family and expect refused (with variable or variables) or '
+                     'accepted' % case['name'])
 
     workdir = tempfile.mkdtemp(prefix='nimstack-bad-inputs-')
     shim_dir = os.path.join(workdir, 'shim')

@@ -10,6 +10,7 @@ from ansible_collections.nimstack.multinode.plugins.module_utils.docker_prefligh
     preflight_groups,
     preflight_problems,
 )
+from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import DEFAULT_SECRETS_GID
 from ansible_collections.nimstack.multinode.plugins.module_utils.nim_plan import build_plan
 from ansible_collections.nimstack.multinode.tests.unit.models import LLAMA_405B
 
@@ -36,7 +37,7 @@ def _inputs(plan, **changes):
 
 
 def _problems(plan, play=None, inputs=None, **kwargs):
-    kwargs.setdefault('secrets_gid', 1500)
+    kwargs.setdefault('secrets_gid', DEFAULT_SECRETS_GID)
     kwargs.setdefault('ulimits', ['memlock:-1:-1'])
     kwargs.setdefault('is_file', lambda path: path == '/srv/nim.tar')
     return preflight_problems(plan, _hosts(plan) if play is None else play,
@@ -115,6 +116,11 @@ def test_an_archive_must_be_on_the_controller_unless_on_the_nodes():
                         ' nim_docker_image_archive_on_nodes=true when the path is on the nodes)']
     assert _problems(plan, inputs=_inputs(plan, archive='/srv/missing.tar', archive_on_nodes=True)) == []
     assert _problems(plan, inputs=_inputs(plan, archive='/srv/missing.tar', present=False)) == []
+    # The downloader's archive is read the same way.
+    assert _problems(plan, inputs=_inputs(plan, download_archive='/srv/dl.tar')) == [
+        'nim_docker_download_image_archive=/srv/dl.tar: no such file on the controller (set'
+        ' nim_docker_image_archive_on_nodes=true when the path is on the nodes)']
+    assert _problems(plan, inputs=_inputs(plan, download_archive='/srv/dl.tar', archive_on_nodes=True)) == []
 
 
 def test_the_mesh_port_must_be_the_groups_ssh_port_where_it_needs_the_mesh():
@@ -125,6 +131,20 @@ def test_the_mesh_port_must_be_the_groups_ssh_port_where_it_needs_the_mesh():
         'agree on one port']
     assert _problems(plan, inputs=_inputs(plan, mesh_port='2222')) == []
     assert _problems(plan, inputs=_inputs(plan, mesh_port=None)) == []
+
+
+def test_the_mesh_keys_and_the_ranks_share_one_secrets_gid_where_the_group_needs_the_mesh():
+    plan = _plan(groups=('a',))
+    assert _problems(plan, inputs=_inputs(plan, mesh_gid=64911)) == [
+        "group 'a': nim_docker_secrets_gid=%d but ssh_mesh_secrets_gid=64911; the mesh's keys belong to the group "
+        'nimstack-secrets and the ranks read them through it: set one gid for both (inventory-wide nim_secrets_gid)'
+        % DEFAULT_SECRETS_GID]
+    # Unset on both sides: one default; set for the ranks alone: the mesh keeps the default.
+    assert _problems(plan, inputs=_inputs(plan, mesh_gid=None)) == []
+    assert len(_problems(plan, secrets_gid=5000)) == 1
+    assert _problems(plan, secrets_gid='5000', inputs=_inputs(plan, mesh_gid=5000)) == []
+    ray = _plan(groups=('a',), nim_launch_contract='ray', nim_image_tag='2.0.1')
+    assert _problems(ray, secrets_gid=5000) == []
 
 
 def test_a_group_without_the_mesh_ignores_the_mesh_port():
@@ -190,8 +210,9 @@ def test_the_supervisor_port_must_not_be_a_port_of_the_group():
     plan = _plan(groups=('a',))
     inputs = _inputs(plan, supervisor=True, supervisor_port=8000)
     assert _problems(plan, inputs=inputs) == [
-        "group 'a': nim_group_supervisor_port=8000 is also the group's api port (nim_api_port): the supervisor "
-        'listens on every member beside the ranks, on the host network; choose another port']
+        "group 'a': nim_docker_supervisor_port=8000 (inventory-wide nim_group_supervisor_port) is also the group's "
+        'api port (nim_api_port): the supervisor listens on every member beside the ranks, on the host network; '
+        'choose another port']
     # Off, or on a port of its own: nothing to clash.
     assert _problems(plan, inputs=_inputs(plan, supervisor='false', supervisor_port=8000)) == []
     assert _problems(plan, inputs=_inputs(plan, supervisor=True, supervisor_port='8479')) == []
@@ -200,8 +221,8 @@ def test_the_supervisor_port_must_not_be_a_port_of_the_group():
 @pytest.mark.parametrize('gid', [1000, 65534, 999, '100'])
 def test_the_secrets_gid_is_one_no_other_group_or_account_shares(gid):
     plan = _plan(groups=('a',))
-    problems = _problems(plan, secrets_gid=gid)
+    problems = _problems(plan, secrets_gid=gid, inputs=_inputs(plan, mesh_gid=gid))
     assert len(problems) == 1 and problems[0].startswith('nim_docker_secrets_gid=%s: the group nimstack-secrets' % gid)
     assert _problems(plan, secrets_gid=64910) == []
     # The containers' own gid is not the secrets' either.
-    assert _problems(plan, secrets_gid=5000, container_gid=5000)
+    assert _problems(plan, secrets_gid=5000, container_gid=5000, inputs=_inputs(plan, mesh_gid=5000))

@@ -89,3 +89,28 @@ def test_the_defaults_are_the_role_s():
     with open(path) as handle:
         defaults = yaml.safe_load(handle)
     assert dict((k, defaults[k]) for k in frontend.SETTING_DEFAULTS) == frontend.SETTING_DEFAULTS
+
+
+def test_a_front_door_port_that_the_group_supervisor_on_its_host_listens_on_is_refused():
+    plan = _mixed_plan()
+    assert frontend.frontend_problems(plan, {'d2': {'nim_frontend_port': 8479}}) == [
+        frontend.PROBLEM_SUPERVISOR_PORT % ('8479', 'd2', 'dock')]
+    assert frontend.frontend_problems(plan, {'d1': {'nim_frontend_port': 9000, 'nim_group_supervisor_port': '9000'}}) == [
+        frontend.PROBLEM_SUPERVISOR_PORT % ('9000', 'd1', 'dock')]
+    # The role's own setting wins over the inventory-wide one, as in roles/nim_docker/defaults.
+    assert frontend.frontend_problems(plan, {'d1': {'nim_frontend_port': 9000, 'nim_group_supervisor_port': 9000,
+                                                    'nim_docker_supervisor_port': 9001}}) == []
+    # No supervisor, or a front door beside no group: nothing to clash with.
+    assert frontend.frontend_problems(plan, {'d1': {'nim_frontend_port': 8479, 'nim_group_supervisor': 'false'}}) == []
+    assert frontend.frontend_problems(plan, {'d1': {'nim_frontend_port': 8479, 'nim_docker_supervisor': False}}) == []
+    assert frontend.frontend_problems(plan, {'door': {'nim_frontend_port': 8479}}) == []
+
+
+def test_the_supervisor_defaults_are_the_docker_role_s():
+    path = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'roles', 'nim_docker', 'defaults', 'main.yml')
+    with open(path) as handle:
+        defaults = yaml.safe_load(handle)
+    assert defaults['nim_docker_supervisor'] == '{{ nim_group_supervisor | default(%s) }}' % (
+        str(frontend.SUPERVISOR_DEFAULTS['nim_group_supervisor']).lower())
+    assert defaults['nim_docker_supervisor_port'] == '{{ nim_group_supervisor_port | default(%d) }}' % (
+        frontend.SUPERVISOR_DEFAULTS['nim_group_supervisor_port'])

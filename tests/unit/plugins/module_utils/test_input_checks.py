@@ -210,7 +210,7 @@ def test_every_rule_names_a_public_variable_or_an_inventory_wide_one():
     inventory_wide = {'ansible_host', 'ansible_port', 'nim_ngc_api_key', 'nim_api_allowed_cidrs', 'nim_ray_auth',
                       'nim_allow_partial_group', 'nim_group_firewall', 'nim_max_unavailable_groups', 'nim_canary_group',
                       'nim_group_supervisor', 'nim_group_supervisor_port', 'nim_group_max_restarts',
-                      'nim_group_restart_window'}
+                      'nim_group_restart_window', 'nim_secrets_gid'}
     with open(os.path.join(REPO, 'playbooks', 'vars', 'nim_plan.yml')) as handle:
         inventory_wide.update(yaml.safe_load(handle)['nim_plan_settings'])
     assert sorted(set(RULES) - public - inventory_wide) == []
@@ -287,3 +287,81 @@ def test_a_host_path_that_would_change_a_bind_mount_is_refused(value):
     assert check_value('nim_cache_path', value) == 'holds a colon, comma or whitespace, which would change the meaning of a bind mount or a unit line'
     # On the controller a path is only a path.
     assert check_value('nim_k8s_render_dir', value) is None
+
+
+@pytest.mark.parametrize('name', ['nim_secrets_gid', 'nim_docker_secrets_gid', 'ssh_mesh_secrets_gid'])
+@pytest.mark.parametrize('value,problem', [
+    (64910, None), ('64910', None), (1000, None),
+    (0, input_checks.P_OUT_OF_RANGE), (999, input_checks.P_OUT_OF_RANGE), (65534, input_checks.P_OUT_OF_RANGE),
+    (65535, input_checks.P_OUT_OF_RANGE), (2 ** 31, input_checks.P_OUT_OF_RANGE),
+    ('nogroup', input_checks.P_NOT_INT), (True, input_checks.P_BOOL_AS_INT),
+])
+def test_the_secrets_group_has_a_gid_of_its_own(name, value, problem):
+    assert check_value(name, value) == problem
+
+
+@pytest.mark.parametrize('role,name', [('nim_docker', 'nim_docker_secrets_gid'), ('ssh_mesh', 'ssh_mesh_secrets_gid')])
+def test_the_default_secrets_gid_is_the_roles(role, name):
+    with open(os.path.join(REPO, 'roles', role, 'defaults', 'main.yml')) as handle:
+        default = yaml.safe_load(handle)[name]
+    assert default == '{{ nim_secrets_gid | default(%d) }}' % input_checks.DEFAULT_SECRETS_GID
+    assert check_value(name, input_checks.DEFAULT_SECRETS_GID) is None
+
+
+@pytest.mark.parametrize('value,problem', [
+    ('', None),
+    ('nvcr.io/nim/nvidia/downloader:1.0.0', None),
+    ('registry.lab:5000/tools/downloader:2', None),
+    ('nvcr.io/nim/nvidia/downloader@' + DIGEST, None),
+    ('nvcr.io/nim/nvidia/downloader', input_checks.P_BAD_TAG),
+    ('registry.lab:5000/tools/downloader', input_checks.P_BAD_TAG),
+    ('nvcr.io/nim/nvidia/downloader:1.0 beta', input_checks.P_BAD_TAG),
+    ('nvcr.io/nim/nvidia/downloader@sha256:abc', input_checks.P_BAD_TAG),
+    ('nvcr.io/NIM/Downloader:1', input_checks.P_BAD_IMAGE),
+    (['nvcr.io/nim/nvidia/downloader:1'], input_checks.P_NOT_STRING),
+])
+def test_the_downloader_image_is_pulled_by_tag_or_digest(value, problem):
+    assert check_value('nim_docker_download_image', value) == problem
+
+
+@pytest.mark.parametrize('name,value,problem', [
+    ('lws_helm_chart_ref', 'oci://registry.k8s.io/lws/charts/lws', None),
+    ('lws_helm_chart_ref', 'https://charts.example.com/lws', None),
+    ('lws_helm_chart_ref', 'http://charts.example.com/lws', input_checks.P_NOT_CHART_REF),
+    ('lws_helm_chart_ref', 'oci://registry.k8s.io/lws/charts/lws --devel', input_checks.P_NOT_CHART_REF),
+    ('volcano_helm_chart_file', '', None),
+    ('volcano_helm_chart_file', 'charts/volcano-1.12.1.tgz', None),
+    ('volcano_helm_chart_file', 'charts/volcano', input_checks.P_NOT_ARCHIVE),
+    ('nim_operator_helm_chart_file', 'k8s-nim-operator.tgz\n', input_checks.P_MULTILINE),
+    ('lws_helm_chart_path', 'charts/lws', None),
+    ('lws_kubeconfig', ['~/.kube/config'], input_checks.P_NOT_STRING),
+    ('lws_helm_release', 'lws', None),
+    ('lws_helm_release', 'a' * 54, input_checks.P_BAD_NAME),
+    ('nim_operator_helm_release', 'NIM_Operator', input_checks.P_BAD_NAME),
+    ('volcano_helm_chart', 'volcano', None),
+    ('volcano_helm_chart', 'volcano sh', input_checks.P_BAD_NAME),
+    ('nim_operator_gpu_operator_version', 'v25.10.0', None),
+    ('nim_operator_network_operator_version', '25.7.0', None),
+    ('nim_operator_network_operator_version', 25.7, input_checks.P_NOT_STRING),
+    ('nim_operator_gpu_operator_version', 'stable', input_checks.P_BAD_RELEASE),
+])
+def test_what_helm_is_given(name, value, problem):
+    assert check_value(name, value) == problem
+
+
+def test_only_the_crds_of_leaderworkerset_may_be_removed():
+    with open(os.path.join(REPO, 'roles', 'lws', 'vars', 'main.yml')) as handle:
+        assert tuple(yaml.safe_load(handle)['_lws_crds']) == input_checks.LWS_CRDS
+    assert check_value('lws_remove_crds', []) is None
+    assert check_value('lws_remove_crds', list(input_checks.LWS_CRDS)) is None
+    assert check_value('lws_remove_crds', ['nimservices.apps.nvidia.com']) == input_checks.P_NOT_CHOICE
+    assert check_value('lws_remove_crds', input_checks.LWS_CRDS[0]) == input_checks.P_STRING_NOT_LIST
+
+
+@pytest.mark.parametrize('value,problem', [
+    ([], None), ([{'key': 'nvidia.com/gpu', 'operator': 'Exists'}], None),
+    ({'key': 'nvidia.com/gpu'}, input_checks.P_NOT_LIST), ('nvidia.com/gpu', input_checks.P_STRING_NOT_LIST),
+    (['nvidia.com/gpu'], input_checks.P_NOT_MAPPING),
+])
+def test_tolerations_are_a_list_of_mappings(value, problem):
+    assert check_value('nim_k8s_tolerations', value) == problem

@@ -257,6 +257,19 @@ def test_leader_address_contract_ports():
     assert group['ranks'][1]['env']['MASTER_ADDR'] == '10.0.0.11'
 
 
+@pytest.mark.parametrize('contract,port_name', [('mpi', 'ssh'), ('ray', 'ray'), ('leader_address', 'master')])
+def test_the_api_port_is_no_other_port_of_the_group(contract, port_name):
+    settings = dict(LLAMA_405B, nim_launch_contract=contract, nim_socket_ifname='eth0')
+    settings['nim_%s_port' % port_name] = '8000'
+    for mode in ('docker', 'kubernetes'):
+        result = build_plan(_nodes(2, dict(settings, nim_deployment_mode=mode)))
+        assert result['errors'] == [nim_plan.PROBLEM_PORT_CLASH % ('default', 8000, port_name)]
+    # A port the contract does not use may be anything.
+    other = dict(settings, nim_ssh_port=2222, nim_ray_port=6379, nim_master_port=50000)
+    other['nim_%s_port' % ('ray' if contract == 'mpi' else 'ssh')] = 8000
+    assert build_plan(_nodes(2, other))['errors'] == []
+
+
 def test_several_groups_are_planned_independently_and_errors_collected():
     nodes = _nodes(2, group='llama') + _nodes(2, dict(LLAMA_405B, nim_tensor_parallel=6), group='broken')
     for index, node in enumerate(nodes):
