@@ -3,7 +3,7 @@
 """Benchmark (not a test, not in `make test`): the controller's CPU of a converged site.yml on
 the lab, for a base git ref and for the working tree, against the same lab, in one run.
 
-The lab must already be up and converged (scripts/lab/rollout.sh, the registry path). Each tree
+The lab must already be up and converged (tests/lab/rollout.sh, the registry path). Each tree
 runs site.yml with the inventories and the environment rollout.sh gives it (the lab's inventory,
 inventories/lab, lab-docker, lab-registry, the stand-in's tag, NGC_API_KEY from the lab
 registry), each from its own checkout (the base is a `git worktree` of the ref, removed after)
@@ -13,7 +13,7 @@ getrusage(RUSAGE_CHILDREN); the task visits of every host from the ansible.posix
 (every task result of the host, skipped ones included, since a skipped task costs the
 controller its templating too), the visits per role, and the changed count of the recap.
 
-    NIMSTACK_LAB_PREFIX=... NIMSTACK_LAB_DIR=... python3 scripts/bench_converged.py [--keep DIR] [BASE_REF]
+    NIMSTACK_LAB_PREFIX=... NIMSTACK_LAB_DIR=... python3 benchmarks/bench_converged.py [--keep DIR] [BASE_REF]
 
 BASE_REF defaults to the merge base of HEAD and main; --keep DIR writes each tree's callback
 document there (base.json, working_tree.json) to find where the visits go. Prints JSON: per tree the CPU-s, CPU-s per
@@ -46,15 +46,15 @@ def git(*args):
 def lab_env():
     """The environment and extra arguments rollout.sh gives site.yml on the registry path."""
     lab_dir = os.environ.get('NIMSTACK_LAB_DIR', os.path.join(REPO, 'build', 'lab'))
-    image = subprocess.run([os.path.join(REPO, 'scripts/lab/build-standin.sh')], stdout=subprocess.PIPE,
+    image = subprocess.run([os.path.join(REPO, 'tests/lab/build-standin.sh')], stdout=subprocess.PIPE,
                            check=True, universal_newlines=True).stdout.strip().splitlines()[-1]
-    key_path = subprocess.run([os.path.join(REPO, 'scripts/lab/registry.sh'), 'key'], stdout=subprocess.PIPE,
+    key_path = subprocess.run([os.path.join(REPO, 'tests/lab/registry.sh'), 'key'], stdout=subprocess.PIPE,
                               check=True, universal_newlines=True).stdout.strip()
     with open(key_path, encoding='utf-8') as handle:
         key = handle.read().strip()
     inventory = os.path.join(lab_dir, 'inventory.yml')
     if not os.path.exists(inventory):
-        raise RuntimeError('no lab at %s: bring it up with scripts/lab/rollout.sh first' % lab_dir)
+        raise RuntimeError('no lab at %s: bring it up with tests/lab/rollout.sh first' % lab_dir)
     return inventory, image.rpartition(':')[2], key
 
 
