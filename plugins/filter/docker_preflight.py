@@ -1,20 +1,26 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, nimstack maintainers
 # SPDX-License-Identifier: Apache-2.0
-"""Filters docker_preflight_groups and docker_preflight_problems: the Docker path's preflight
-(docs in docker_preflight_problems.yml and docker_preflight_groups.yml)."""
+"""Filters docker_preflight_groups, docker_preflight_inputs and docker_preflight_problems: the Docker
+path's preflight (docs in docker_preflight_groups.yml, docker_preflight_inputs.yml and
+docker_preflight_problems.yml)."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.nimstack.multinode.plugins.module_utils.docker_preflight import (
     preflight_groups,
+    preflight_inputs,
     preflight_problems,
 )
 
 
 def docker_preflight_groups(plan, play_hosts, inputs=None):
     return preflight_groups(plan, play_hosts, inputs)
+
+
+def docker_preflight_inputs(plan, play_hosts, hostvars, play_inputs, key_from_inventory=False):
+    return preflight_inputs(plan, play_hosts, hostvars, play_inputs, key_from_inventory=bool(key_from_inventory))
 
 
 def docker_preflight_problems(plan, play_hosts, inputs, deploying=True, allow_partial=False, secrets_gid=0,
@@ -27,4 +33,5 @@ def docker_preflight_problems(plan, play_hosts, inputs, deploying=True, allow_pa
 class FilterModule(object):
     def filters(self):
         return {'docker_preflight_groups': docker_preflight_groups,
+                'docker_preflight_inputs': docker_preflight_inputs,
                 'docker_preflight_problems': docker_preflight_problems}

@@ -24,9 +24,8 @@ _HOST_VARS = ('nim_group', 'nim_node_rank')
 _OS_FACTS = ('distribution', 'distribution_version', 'distribution_major_version', 'os_family')
 
 
-def _pick(hostvars, host, names):
+def _pick(hvars, names):
     # Only the few variables the checks read are looked up, so hostvars stays lazy for the rest.
-    hvars = hostvars[host]
     return dict((name, hvars[name]) for name in names if name in hvars)
 
 
@@ -62,12 +61,14 @@ def inventory_problems(hostvars, groups, ansible_version, node_group=DEFAULT_NOD
         raise AnsibleFilterError('inventory_problems: ansible_version must be a string such as '
                                  'ansible_version.full, got %r' % (ansible_version,))
     hosts = list((groups or {}).get(node_group) or [])
-    host_vars = dict((host, _pick(hostvars, host, _HOST_VARS)) for host in hosts)
+    # hostvars[host] works out all of a host's variables: once per host, for every check below.
+    node_vars = dict((host, hostvars[host]) for host in hosts)
+    host_vars = dict((host, _pick(node_vars[host], _HOST_VARS)) for host in hosts)
     host_facts = None
     if check_os:
         host_facts = {}
         for host in hosts:
-            facts = hostvars[host].get('ansible_facts') or {}
+            facts = node_vars[host].get('ansible_facts') or {}
             host_facts[host] = dict((name, facts.get(name)) for name in _OS_FACTS)
     input_vars = node_settings = controller = None
     if check_inputs:
@@ -78,7 +79,7 @@ def inventory_problems(hostvars, groups, ansible_version, node_group=DEFAULT_NOD
         node_settings = {}
         nodes = set(hosts)
         for host in input_hosts:
-            hvars = hostvars[host]
+            hvars = node_vars[host] if host in node_vars else hostvars[host]
             input_vars[host] = _inputs(hvars)
             if host in nodes:
                 node_settings[host] = _controller_settings(hvars)

@@ -12,6 +12,16 @@ from ansible.errors import AnsibleFilterError
 from ansible.plugins.filter.core import to_nice_yaml
 
 
+def _unshared(value):
+    """A copy in which no container appears twice: YAML would write the second as an alias of the
+    first (the objects of k8s_group_specs share their leader's and workers' mounts, for one)."""
+    if isinstance(value, Mapping):
+        return dict((key, _unshared(item)) for key, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return [_unshared(item) for item in value]
+    return value
+
+
 def _file(directory, obj, header, mode):
     try:
         kind, name = obj['kind'], obj['metadata']['name']
@@ -23,7 +33,7 @@ def _file(directory, obj, header, mode):
         # A namespaced object goes with its namespace, a Namespace with itself.
         directory = '_namespaces/%s' % (obj['metadata'].get('namespace') or name)
     entry = {'path': '%s/%s-%s.yaml' % (directory, kind, name),
-             'content': header + to_nice_yaml(obj, indent=2, sort_keys=True)}
+             'content': header + to_nice_yaml(_unshared(obj), indent=2, sort_keys=True)}
     if mode is not None:
         entry['mode'] = mode
     return entry

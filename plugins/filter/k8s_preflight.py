@@ -9,6 +9,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.nimstack.multinode.plugins.filter.k8s_object_files import k8s_object_files
 from ansible_collections.nimstack.multinode.plugins.module_utils import k8s_objects, k8s_preflight
 
 
@@ -37,11 +38,18 @@ def k8s_capacity_groups(plan, settings):
     return k8s_preflight.capacity_groups(_plan('k8s_capacity_groups', plan), _settings('k8s_capacity_groups', settings))
 
 
-def k8s_group_specs(plan, settings):
+def k8s_group_specs(plan, settings, header=None):
     try:
-        return k8s_objects.group_specs(_plan('k8s_group_specs', plan), _settings('k8s_group_specs', settings))
+        specs = k8s_objects.group_specs(_plan('k8s_group_specs', plan), _settings('k8s_group_specs', settings))
     except k8s_objects.K8sObjectsError as exc:
         raise AnsibleFilterError('k8s_group_specs: %s' % exc)
+    if header is not None:
+        # Written here, while the objects are plain Python data: once kept as a fact, every later
+        # read of them goes value by value through the templating layer (a second or more for the
+        # objects of a thousand ranks).
+        for name, spec in specs.items():
+            spec['files'] = k8s_object_files({name: spec['objects']}, header=header)
+    return specs
 
 
 def k8s_references(objects):

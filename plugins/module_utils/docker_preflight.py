@@ -67,6 +67,51 @@ def preflight_groups(plan, play_hosts, inputs=None):
     return out
 
 
+def _member_value(member, names, otherwise):
+    """The first of names the member sets (the role's variable, then the inventory-wide one)."""
+    for name in names:
+        if name in member:
+            return member[name]
+    return otherwise
+
+
+def preflight_inputs(plan, play_hosts, host_vars, play_inputs, key_from_inventory=False):
+    """Per name of every Docker group with a member in the play, the role's inputs as
+    preflight_problems() takes them, as the group's first member in the play sees them.
+
+    The role's inputs are settings of the whole inventory as a rule; a group that overrides one
+    (group_vars of its child group, host vars) is read from its first member in the play
+    (host_vars: host -> its variables, each read only when taken), the play's own value otherwise
+    (play_inputs: the role's variables by name, and key_set: whether nim_docker_ngc_api_key is
+    set). The NGC key enters only as whether it is set: the member's nim_docker_ngc_api_key, else
+    its nim_ngc_api_key. Where the key comes from the inventory (key_from_inventory), a group
+    without one has none: the play's value is that of the host the task runs on, another group's.
+    """
+    inputs = {}
+    for group in preflight_groups(plan, play_hosts):
+        member = host_vars[group['in_play'][0]]
+
+        def read(*names):
+            return _member_value(member, names, play_inputs.get(names[0]))
+
+        key_names = [name for name in ('nim_docker_ngc_api_key', 'nim_ngc_api_key') if name in member]
+        inputs[group['name']] = {
+            'present': read('nim_docker_state') == 'present',
+            'archive': read('nim_docker_image_archive'),
+            'download_archive': read('nim_docker_download_image_archive'),
+            'archive_on_nodes': as_bool(read('nim_docker_image_archive_on_nodes')) is True,
+            'key_set': (len(member[key_names[0]] or '') > 0 if key_names
+                        else as_bool(play_inputs.get('key_set')) is True and not key_from_inventory),
+            'registry': read('nim_docker_registry'),
+            'mesh_port': _member_value(member, ('ssh_mesh_port',), None),
+            'mesh_gid': _member_value(member, ('ssh_mesh_secrets_gid', 'nim_secrets_gid'), None),
+            'ulimits': read('nim_docker_ulimits'),
+            'supervisor': read('nim_docker_supervisor', 'nim_group_supervisor'),
+            'supervisor_port': read('nim_docker_supervisor_port', 'nim_group_supervisor_port'),
+        }
+    return inputs
+
+
 def preflight_problems(plan, play_hosts, inputs, deploying=True, allow_partial=False, secrets_gid=0,
                        ulimits=None, is_file=os.path.isfile, canary=None, container_gid=1000):
     """Every problem the Docker preflight finds, in one list without repeats.

@@ -520,6 +520,25 @@ def _is_size_echo(error, mode, contract):
     return mode == 'docker' and contract == 'mpi' and error.startswith('nodes=')
 
 
+def plan_nodes(hosts, host_vars, default_group=DEFAULT_GROUP):
+    """The nodes build_plan() takes: each host of ``hosts`` in order, with its address
+    (ansible_host, else its name), group (nim_group, else default_group), rank (nim_node_rank, else
+    None) and the settings of SETTING_NAMES it sets, nothing else (never the NGC key).
+
+    host_vars maps a host to its variables; only the names above are read from it, so a lazy
+    mapping (Ansible's hostvars) templates those values only.
+    """
+    nodes = []
+    for host in hosts:
+        hvars = host_vars[host]
+        nodes.append({'host': host,
+                      'address': hvars['ansible_host'] if 'ansible_host' in hvars else host,
+                      'group': hvars['nim_group'] if 'nim_group' in hvars else default_group,
+                      'rank': hvars['nim_node_rank'] if 'nim_node_rank' in hvars else None,
+                      'settings': dict((name, hvars[name]) for name in SETTING_NAMES if name in hvars)})
+    return nodes
+
+
 def build_plan(nodes, deployment_mode=None):
     """Plan every deployment group found in ``nodes``.
 

@@ -21,9 +21,11 @@ from k8s_schema import REPO
 SITE = os.path.join(REPO, 'playbooks', 'site.yml')
 PLAN_ACTION = 'nimstack.multinode.nim_plan'
 VALIDATE_TASK = 'Stop on an unusable inventory or controller, naming every problem'
-# What a play over nim_nodes may run without contacting the host.
+# What a play over nim_nodes may run without contacting the host (an include_role only loads the
+# role's tasks, each of which has a result of its own here).
 CONTROLLER_SIDE = {PLAN_ACTION, 'ansible.builtin.set_fact', 'ansible.builtin.debug', 'ansible.builtin.add_host',
-                   'ansible.builtin.fail', 'ansible.builtin.assert', 'ansible.builtin.meta'}
+                   'ansible.builtin.fail', 'ansible.builtin.assert', 'ansible.builtin.meta',
+                   'ansible.builtin.include_role'}
 
 
 def _hosts(prefix, count):

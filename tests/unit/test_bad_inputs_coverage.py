@@ -17,10 +17,12 @@ import re
 
 import yaml
 
+from ansible_collections.nimstack.multinode.plugins.module_utils import nim_plan
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # family: [(role, the options of its argument_specs in the family (None: all of them))]. 'plan'
-# stands for the group settings the planner reads (playbooks/vars/nim_plan.yml).
+# stands for the group settings the planner reads (nim_plan.SETTING_NAMES).
 FAMILIES = {
     'front door': [('nim_frontend', None), ('plan', r'^nim_frontend_')],
     'supervisors': [('nim_docker', r'supervisor|restart')],
@@ -57,7 +59,7 @@ def _load(*parts):
 def _options(role):
     """{option: its default as the role's defaults/main.yml has it} of every entry point of the role."""
     if role == 'plan':
-        return dict((name, None) for name in _load('playbooks', 'vars', 'nim_plan.yml')['nim_plan_settings'])
+        return dict((name, None) for name in nim_plan.SETTING_NAMES)
     defaults = _load('roles', role, 'defaults', 'main.yml') or {}
     options = {}
     for spec in _load('roles', role, 'meta', 'argument_specs.yml')['argument_specs'].values():

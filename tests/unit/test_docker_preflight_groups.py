@@ -3,7 +3,7 @@
 playbooks/preflight.yml runs on a generated inventory of two groups of two unroutable hosts, with
 the OS check and the doctor left out, so no host is contacted: the preflight either names the
 groups whose NGC key is missing or lets the play through. The key is read per group although the
-task runs on the first host only (roles/nim_docker/vars/main.yml, _nim_docker_preflight_inputs).
+task runs on the first host only (plugins/module_utils/docker_preflight.py, preflight_inputs).
 """
 
 import concurrent.futures

@@ -50,3 +50,12 @@ def test_a_refused_object_is_named_by_its_keys_never_its_values():
         k8s_object_files([{'apiVersion': 'v1', 'stringData': {'NGC_API_KEY': 'nvapi-test'}}])
     assert 'stringData' in str(refused.value)
     assert 'nvapi-test' not in str(refused.value)
+
+
+def test_a_container_met_twice_is_written_out_twice_never_as_an_alias():
+    mounts = [{'name': 'model-store', 'mountPath': '/model-store'}]
+    pod = {'apiVersion': 'v1', 'kind': 'Pod', 'metadata': {'name': 'p'},
+           'spec': {'containers': [{'name': 'a', 'volumeMounts': mounts}, {'name': 'b', 'volumeMounts': mounts}]}}
+    body = k8s_object_files([pod])[0]['content']
+    assert '&' not in body and '*' not in body
+    assert body.count('mountPath: /model-store') == 2

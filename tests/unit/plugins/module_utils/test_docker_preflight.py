@@ -8,6 +8,7 @@ from ansible_collections.nimstack.multinode.plugins.module_utils.docker_prefligh
     EMPTY_PLAN,
     NOT_A_PLAN,
     preflight_groups,
+    preflight_inputs,
     preflight_problems,
 )
 from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import DEFAULT_SECRETS_GID
@@ -183,6 +184,39 @@ def test_the_groups_name_their_members_in_and_out_of_the_play():
     assert groups == [
         {'name': 'a', 'hosts': ['a-0', 'a-1'], 'in_play': ['a-1'], 'missing': ['a-0'], 'key_set': True},
         {'name': 'b', 'hosts': ['b-0', 'b-1'], 'in_play': ['b-0', 'b-1'], 'missing': []}]
+
+
+PLAY_INPUTS = {'nim_docker_state': 'present', 'nim_docker_image_archive': '', 'nim_docker_image_archive_on_nodes': False,
+               'nim_docker_registry': 'nvcr.io', 'nim_docker_ulimits': ['memlock:-1:-1'], 'nim_docker_supervisor': True,
+               'nim_docker_supervisor_port': 8479, 'nim_docker_download_image_archive': '', 'key_set': True}
+
+
+def test_the_inputs_are_the_first_members_in_the_play_else_the_plays():
+    plan = _plan(groups=('a', 'b', 'c'))
+    host_vars = {
+        'a-0': {'nim_docker_ngc_api_key': '', 'nim_ngc_api_key': 'nvapi-a', 'nim_docker_state': 'absent'},
+        'a-1': {'nim_docker_registry': 'never read: a-0 is in the play first'},
+        'b-1': {'nim_docker_image_archive': '/srv/b.tar', 'nim_docker_image_archive_on_nodes': 'yes',
+                'ssh_mesh_port': 2222, 'nim_group_supervisor': False, 'nim_group_supervisor_port': 9000,
+                'nim_docker_supervisor_port': 9001, 'nim_ngc_api_key': 'nvapi-b', 'nim_secrets_gid': 2000,
+                'nim_docker_download_image_archive': '/srv/downloader.tar'},
+    }
+    inputs = preflight_inputs(plan, ['a-0', 'a-1', 'b-1'], host_vars, PLAY_INPUTS)
+    assert sorted(inputs) == ['a', 'b']
+    assert inputs['a'] == {'present': False, 'archive': '', 'archive_on_nodes': False, 'key_set': False,
+                           'registry': 'nvcr.io', 'mesh_port': None, 'ulimits': ['memlock:-1:-1'],
+                           'supervisor': True, 'supervisor_port': 8479, 'download_archive': '', 'mesh_gid': None}
+    assert inputs['b'] == {'present': True, 'archive': '/srv/b.tar', 'archive_on_nodes': True, 'key_set': True,
+                           'registry': 'nvcr.io', 'mesh_port': 2222, 'ulimits': ['memlock:-1:-1'],
+                           'supervisor': False, 'supervisor_port': 9001, 'download_archive': '/srv/downloader.tar',
+                           'mesh_gid': 2000}
+
+
+def test_a_group_without_a_key_of_its_own_has_none_where_the_inventory_holds_keys():
+    plan = _plan(groups=('a',))
+    assert preflight_inputs(plan, _hosts(plan), {'a-0': {}}, PLAY_INPUTS)['a']['key_set'] is True
+    assert preflight_inputs(plan, _hosts(plan), {'a-0': {}}, PLAY_INPUTS, key_from_inventory=True)['a']['key_set'] is False
+    assert preflight_inputs(plan, _hosts(plan), {'a-0': {}}, dict(PLAY_INPUTS, key_set=False))['a']['key_set'] is False
 
 
 def test_kubernetes_groups_are_not_judged():

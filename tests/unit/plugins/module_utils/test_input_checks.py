@@ -12,7 +12,7 @@ import re
 import pytest
 import yaml
 
-from ansible_collections.nimstack.multinode.plugins.module_utils import input_checks
+from ansible_collections.nimstack.multinode.plugins.module_utils import input_checks, nim_plan
 from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import (
     PROBLEMS, RULES, check_inputs, check_value, image_reference, operator_image)
 from ansible_collections.nimstack.multinode.plugins.module_utils.inventory_checks import check_inventory
@@ -211,8 +211,7 @@ def test_every_rule_names_a_public_variable_or_an_inventory_wide_one():
                       'nim_allow_partial_group', 'nim_group_firewall', 'nim_max_unavailable_groups', 'nim_canary_group',
                       'nim_group_supervisor', 'nim_group_supervisor_port', 'nim_group_max_restarts',
                       'nim_group_restart_window', 'nim_secrets_gid'}
-    with open(os.path.join(REPO, 'playbooks', 'vars', 'nim_plan.yml')) as handle:
-        inventory_wide.update(yaml.safe_load(handle)['nim_plan_settings'])
+    inventory_wide.update(nim_plan.SETTING_NAMES)
     assert sorted(set(RULES) - public - inventory_wide) == []
     # Every setting the planner reads has a rule.
     assert sorted(inventory_wide - set(RULES)) == []

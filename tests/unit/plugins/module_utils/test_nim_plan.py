@@ -315,14 +315,38 @@ def test_invalid_deployment_mode_is_refused():
     assert result['errors'] == ["group 'default': nim_deployment_mode='swarm' must be one of docker, kubernetes"]
 
 
-def test_playbooks_collect_exactly_the_settings_the_plan_reads():
-    with open(os.path.join(REPO, 'playbooks', 'vars', 'nim_plan.yml'), encoding='utf-8') as handle:
-        plan_vars = yaml.safe_load(handle)
-    assert plan_vars['nim_plan_settings'] == list(nim_plan.SETTING_NAMES)
-    with open(os.path.join(REPO, 'playbooks', 'preflight.yml'), encoding='utf-8') as handle:
-        plays = yaml.safe_load(handle)
-    assert any('vars/nim_plan.yml' in play.get('vars_files', []) for play in plays)
-    # The plan is made in one place only (playbooks/tasks/plan.yml, which preflight.yml imports).
+def test_plan_nodes_take_the_plan_settings_and_nothing_else():
+    host_vars = {
+        'gpu-1': dict(LLAMA_405B, ansible_host='10.0.0.11', nim_group='llama', nim_node_rank=0,
+                      nim_ngc_api_key='nvapi-secret', nim_docker_image_archive='/srv/nim.tar', other='x'),
+        'gpu-2': {'nim_image': 'nvcr.io/nim/x', 'nim_socket_ifname': None},
+    }
+    assert nim_plan.plan_nodes(['gpu-2', 'gpu-1'], host_vars, default_group='pool') == [
+        {'host': 'gpu-2', 'address': 'gpu-2', 'group': 'pool', 'rank': None,
+         'settings': {'nim_image': 'nvcr.io/nim/x', 'nim_socket_ifname': None}},
+        {'host': 'gpu-1', 'address': '10.0.0.11', 'group': 'llama', 'rank': 0, 'settings': dict(LLAMA_405B)},
+    ]
+    assert 'nim_ngc_api_key' not in nim_plan.SETTING_NAMES
+
+
+def test_plan_nodes_read_only_the_variables_they_take():
+    # hostvars templates a value when it is read: the key and other variables are never read.
+    class Recording(dict):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.read = []
+
+        def __getitem__(self, key):
+            self.read.append(key)
+            return dict.__getitem__(self, key)
+
+    host_vars = Recording(LLAMA_405B, nim_ngc_api_key='nvapi-secret', other='x')
+    nim_plan.plan_nodes(['gpu-1'], {'gpu-1': host_vars})
+    assert sorted(host_vars.read) == sorted(LLAMA_405B)
+
+
+def test_the_plan_is_made_in_one_place_from_every_node():
+    # playbooks/tasks/plan.yml, which preflight.yml imports, with every host of nim_nodes.
     callers = []
     for base, _dirs, files in os.walk(os.path.join(REPO, 'playbooks')):
         for name in files:
@@ -330,7 +354,10 @@ def test_playbooks_collect_exactly_the_settings_the_plan_reads():
                 if '  nimstack.multinode.nim_plan:\n' in handle.read():
                     callers.append(os.path.relpath(os.path.join(base, name), REPO))
     assert callers == ['playbooks/tasks/plan.yml']
-    assert 'nim_ngc_api_key' not in nim_plan.SETTING_NAMES
+    with open(os.path.join(REPO, 'playbooks', 'tasks', 'plan.yml'), encoding='utf-8') as handle:
+        task = yaml.safe_load(handle)[0]
+    assert task['nimstack.multinode.nim_plan']['nodes'] == (
+        "{{ hostvars | nimstack.multinode.nim_plan_nodes(groups['nim_nodes'] | default([])) }}")
 
 
 def test_example_inventory_plans_on_both_paths():
