@@ -261,32 +261,34 @@ def _port(not_sshd=False):
     return Rule(lambda value: _port_problem(value, not_sshd), ACCEPT_PORT_NOT_SSHD if not_sshd else ACCEPT_PORT, kind='int')
 
 
+def _list_problem(value, item_problem):
+    """Why value is not a YAML list whose every item item_problem accepts (returns None for), or None."""
+    if isinstance(value, str):
+        return P_STRING_NOT_LIST
+    if not isinstance(value, list):
+        return P_NOT_LIST
+    for item in value:
+        problem = item_problem(item)
+        if problem:
+            return problem
+    return None
+
+
+def _list_of(item_problem, accepts):
+    return Rule(lambda value: _list_problem(value, item_problem), accepts, kind='list')
+
+
 def _port_list():
-    def check(value):
-        if isinstance(value, str):
-            return P_STRING_NOT_LIST
-        if not isinstance(value, list):
-            return P_NOT_LIST
-        for item in value:
-            problem = _port_problem(item, False)
-            if problem:
-                return problem
-        return None
-    return Rule(check, ACCEPT_PORT_LIST, kind='list')
+    return _list_of(lambda item: _port_problem(item, False), ACCEPT_PORT_LIST)
 
 
 def _port_range():
     def check(value):
-        if isinstance(value, str):
-            return P_STRING_NOT_LIST
-        if not isinstance(value, list):
-            return P_NOT_LIST
-        if len(value) != 2:
+        if isinstance(value, list) and len(value) != 2:
             return P_OUT_OF_RANGE
-        for item in value:
-            problem = _port_problem(item, False)
-            if problem:
-                return problem
+        problem = _list_problem(value, lambda item: _port_problem(item, False))
+        if problem:
+            return problem
         if as_int(value[0])[0] > as_int(value[1])[0]:
             return P_OUT_OF_RANGE
         return None
@@ -302,26 +304,19 @@ def _network(text):
 
 def _sources(world_ok, names_ok, accepts):
     """A list of networks (and, where names_ok, host names); world_ok allows 0.0.0.0/0 and ::/0."""
-    def check(value):
-        if isinstance(value, str):
-            return P_STRING_NOT_LIST
-        if not isinstance(value, list):
-            return P_NOT_LIST
-        for item in value:
-            text = item if isinstance(item, str) else None
-            if text is None or text.strip() != text or not text:
-                return P_NOT_NETWORK
-            if '*' in text:
-                return P_WORLD
-            network = _network(text)
-            if network is None:
-                if names_ok and is_hostname(text):
-                    continue
-                return P_NOT_NETWORK
-            if network.prefixlen == 0 and not world_ok:
-                return P_WORLD
+    def source_problem(item):
+        text = item if isinstance(item, str) else None
+        if text is None or text.strip() != text or not text:
+            return P_NOT_NETWORK
+        if '*' in text:
+            return P_WORLD
+        network = _network(text)
+        if network is None:
+            return None if names_ok and is_hostname(text) else P_NOT_NETWORK
+        if network.prefixlen == 0 and not world_ok:
+            return P_WORLD
         return None
-    return Rule(check, accepts, kind='list')
+    return _list_of(source_problem, accepts)
 
 
 def is_hostname(text):
@@ -557,37 +552,21 @@ def _choice(choices):
 
 
 def _string_list():
-    def check(value):
-        if isinstance(value, str):
-            return P_STRING_NOT_LIST
-        if not isinstance(value, list):
-            return P_NOT_LIST
-        for item in value:
-            if not isinstance(item, (str, int)) or isinstance(item, bool) or _CONTROL.search(str(item)):
-                return P_MULTILINE if isinstance(item, str) else P_NOT_STRING
+    def item_problem(item):
+        if not isinstance(item, (str, int)) or isinstance(item, bool) or _CONTROL.search(str(item)):
+            return P_MULTILINE if isinstance(item, str) else P_NOT_STRING
         return None
-    return Rule(check, ACCEPT_STRING_LIST, kind='list')
+    return _list_of(item_problem, ACCEPT_STRING_LIST)
 
 
 def _subset(choices):
     """A list of some of the choices (what a role may remove: naming anything else would remove it)."""
-    def check(value):
-        if isinstance(value, str):
-            return P_STRING_NOT_LIST
-        if not isinstance(value, list):
-            return P_NOT_LIST
-        return None if all(item in choices for item in value) else P_NOT_CHOICE
-    return Rule(check, 'a YAML list of none, some or all of: %s' % ', '.join(choices), kind='list')
+    return _list_of(lambda item: None if item in choices else P_NOT_CHOICE,
+                    'a YAML list of none, some or all of: %s' % ', '.join(choices))
 
 
 def _mapping_list():
-    def check(value):
-        if isinstance(value, str):
-            return P_STRING_NOT_LIST
-        if not isinstance(value, list):
-            return P_NOT_LIST
-        return None if all(isinstance(item, dict) for item in value) else P_NOT_MAPPING
-    return Rule(check, ACCEPT_MAPPING_LIST, kind='list')
+    return _list_of(lambda item: None if isinstance(item, dict) else P_NOT_MAPPING, ACCEPT_MAPPING_LIST)
 
 
 def _mapping():

@@ -391,7 +391,8 @@ def _plan_group(name, members, deployment_mode):
     # Every later rule (layout, env, ports, hostfile) reads the decided contract.
     settings['nim_launch_contract'] = contract
     ranked = _assign_ranks(name, members, errors)
-    for key, port in sorted(_ports(contract, settings).items()):
+    ports = _ports(contract, settings)
+    for key, port in sorted(ports.items()):
         if key != 'api' and port is not None and port == settings['nim_api_port']:
             errors.append(PROBLEM_PORT_CLASH % (name, port, key))
 
@@ -497,8 +498,8 @@ def _plan_group(name, members, deployment_mode):
         'ranks': ranks,
         'hostfile': hostfile,
         'size': size,
-        'ports': _ports(contract, settings),
-        'launch': launch_of(contract, ranks, _ports(contract, settings)),
+        'ports': ports,
+        'launch': launch_of(contract, ranks, dict(ports)),
     })
     if mode == 'kubernetes':
         replicas = settings['nim_k8s_replicas']
