@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, nimstack maintainers
 # SPDX-License-Identifier: Apache-2.0
-"""Filter docker_rank_spec (docs in docker_rank_spec.yml)."""
+"""Filters docker_rank_spec and docker_group_hash (docs in the .yml files)."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -18,6 +18,16 @@ def docker_rank_spec(plan, host, options):
         raise AnsibleFilterError('docker_rank_spec: %s' % exc)
 
 
+def docker_group_hash(group_spec, hosts, hostvars):
+    image_ids = []
+    for host in hosts or []:
+        try:
+            image_ids.append(hostvars[host].get('__nim_docker_image_id', ''))
+        except KeyError:
+            image_ids.append('')
+    return docker_spec.group_hash(group_spec, image_ids)
+
+
 class FilterModule(object):
     def filters(self):
-        return {'docker_rank_spec': docker_rank_spec}
+        return {'docker_rank_spec': docker_rank_spec, 'docker_group_hash': docker_group_hash}

@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import hashlib
+import json
 
 # The mount that carries the Ray token where the plan lists none (docs/contracts.md, exposure).
 RAY_TOKEN_MOUNT = '/run/secrets/nimstack-ray-token'
@@ -157,3 +158,13 @@ def docker_rank_spec(plan, host, options):
             'nimstack.role': rank.get('role') or '',
         },
     }
+
+
+def group_hash(group_spec, image_ids):
+    """The hash of everything that defines a running group: its spec (group_spec of
+    docker_rank_spec) and the image id each node runs (image_ids, in the group's host order). One
+    hash for the whole group, carried as a label by every rank: a change anywhere makes every rank
+    stale, so the group restarts as a whole. The JSON is that of Ansible's to_json(sort_keys=true),
+    which earlier versions hashed: an upgrade restarts no group."""
+    document = dict(group_spec or {}, image_ids=list(image_ids or []))
+    return hashlib.sha256(json.dumps(document, sort_keys=True).encode('utf-8')).hexdigest()[:16]

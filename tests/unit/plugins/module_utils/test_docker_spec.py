@@ -135,3 +135,15 @@ def test_an_invalid_group_gives_an_empty_launch():
 def test_every_option_is_needed():
     with pytest.raises(DockerSpecError, match='ready_timeout'):
         docker_rank_spec(_plan(), 'gpu-0', dict((k, OPTIONS[k]) for k in OPTION_NAMES if k != 'ready_timeout'))
+
+
+def test_group_hash_is_that_of_to_json_sort_keys_hashed():
+    from ansible.plugins.filter.core import get_hash, to_json
+    from ansible_collections.nimstack.multinode.plugins.module_utils.docker_spec import group_hash
+    spec = {'image': 'nvcr.io/nim/x:1', 'ranks': [{'rank': 0, 'env': {'B': '2', 'A': 'é'}, 'tp': 8}],
+            'secrets_gid': '2000', 'ngc_key': False, 'ulimits': [{'name': 'memlock', 'soft': -1}]}
+    # What earlier versions hashed in Jinja, so that an upgrade restarts no group:
+    # (spec | combine({'image_ids': ids}) | to_json(sort_keys=true) | hash('sha256'))[:16]
+    jinja = get_hash(to_json(dict(spec, image_ids=['sha256:1', '']), sort_keys=True), 'sha256')[:16]
+    assert group_hash(spec, ['sha256:1', '']) == jinja
+    assert group_hash(spec, ['sha256:2', '']) != group_hash(spec, ['sha256:1', ''])

@@ -1,0 +1,45 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, nimstack maintainers
+# SPDX-License-Identifier: Apache-2.0
+"""What the members of a deployment group told in this run, read once in Python: which member a
+group secret comes from, and which groups a Docker rollout restarts and which serve now.
+
+Pure Python, no Ansible imports: plugins/filter/group_members.py reads the members' registered
+results (hostvars) and hands them here.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+
+def secret_source(members, leader, holders):
+    """The member a group secret (the SSH mesh's key, the Ray token, the supervisor's secret) is
+    copied from: made once, it is never rotated by a re-run or a new leader. The leader when it
+    holds one or nobody does (it makes it), else the first member that holds one."""
+    holding = [m for m in members or [] if m in set(holders or [])]
+    leader = leader or ''
+    if leader in holding or not holding:
+        return leader
+    return holding[0]
+
+
+def rollout_state(plan_hosts, play_hosts, restart_of, serving_of):
+    """What the rollout's waves are made of: {groups, restarting, serving}.
+
+    plan_hosts: the plan's hosts (host -> {group, mode}); play_hosts: the hosts of the play;
+    restart_of(host): whether its rank restarts (None when it did not say); serving_of(host): the
+    HTTP status its group's readiness answered there (None when it did not look).
+    groups: the Docker groups with a member in the play, sorted; restarting: those with a member
+    whose rank restarts; serving: those whose leader answered ready (200); both in play order."""
+    groups, restarting, serving = set(), [], []
+    for host in play_hosts or []:
+        entry = (plan_hosts or {}).get(host)
+        if not entry or entry.get('mode') != 'docker':
+            continue
+        group = entry.get('group')
+        groups.add(group)
+        if restart_of(host) and group not in restarting:
+            restarting.append(group)
+        if serving_of(host) == 200 and group not in serving:
+            serving.append(group)
+    return {'groups': sorted(groups), 'restarting': restarting, 'serving': serving}
