@@ -55,10 +55,11 @@ bad-inputs: deps
 	$(PY) tests/e2e/test-bad-inputs.py
 
 # The alert rules through promtool (Debian's, fetched once without installing the package): check,
-# a firing and a quiet case per alert, every case, each threshold nudged failing the cases
-# (tests/monitoring/test-rules.sh); no lab.
+# a firing and a quiet case per alert, every case, each threshold nudged failing the cases; the
+# committed dashboards equal to scripts/dashboards.py's output; every metric the dashboards and the
+# rules name served by some target (tests/monitoring/test-monitoring.sh). No lab.
 monitoring-test: deps
-	tests/monitoring/test-rules.sh
+	tests/monitoring/test-monitoring.sh
 
 # Roles on real systemd hosts (Docker, built locally): molecule per role, then the lab end to end.
 molecule: deps
