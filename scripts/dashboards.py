@@ -161,7 +161,7 @@ def rendered():
 
 
 def main(argv):
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
     parser.add_argument('--check', action='store_true', help='compare with the committed files instead of writing')
     parser.add_argument('-o', '--out', default=OUT, help='the directory (default: dashboards/)')
     args = parser.parse_args(argv)

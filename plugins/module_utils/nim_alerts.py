@@ -28,6 +28,7 @@ No Ansible imports.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import math
 import numbers
 import re
 
@@ -116,7 +117,7 @@ def threshold_problems(thresholds):
                 problems.append('alert threshold %s=%r must be longer than 0s' % (key, value))
         elif key in _RANGES:
             low, low_in, high, high_in, accepted = _RANGES[key]
-            if isinstance(value, bool) or not isinstance(value, numbers.Real) or value != value:
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or math.isnan(value):
                 problems.append('alert threshold %s=%r is not a number: %s' % (key, value, accepted))
             elif value < low or value > high or (value == low and not low_in) or (value == high and not high_in):
                 problems.append('alert threshold %s=%r is out of range: %s' % (key, value, accepted))

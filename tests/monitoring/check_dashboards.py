@@ -27,10 +27,7 @@ import sys
 
 import yaml
 
-try:
-    from urllib.request import urlopen
-except ImportError:  # pragma: no cover
-    from urllib2 import urlopen
+from urllib.request import urlopen
 
 # PromQL's keywords and the words that are neither metrics nor functions.
 KEYWORDS = frozenset(('by', 'without', 'on', 'ignoring', 'group_left', 'group_right', 'offset', 'bool', 'and',
@@ -90,8 +87,7 @@ def metric_names(expr):
 def _panels(panels):
     for panel in panels or []:
         yield panel
-        for nested in _panels(panel.get('panels')):
-            yield nested
+        yield from _panels(panel.get('panels'))
 
 
 def queries(board):
@@ -150,7 +146,7 @@ def fetch_served(url):
 
 
 def main(argv):
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
     parser.add_argument('--served', action='append', default=[], help='a file of served metric names')
     parser.add_argument('--prometheus', action='append', default=[], help='a Prometheus base URL')
     parser.add_argument('--rules', action='append', default=[], help='a Prometheus rule file to check as well')
@@ -171,12 +167,12 @@ def main(argv):
         with open(path) as handle:
             boards.append((path, {'rules': rule_queries(yaml.safe_load(handle))}))
     found = problems(boards, served)
-    count = sum(len(queries(board)) for _, board in boards)
-    names = sorted(set(m for _, board in boards for _, expr in queries(board) for m in metric_names(expr)))
+    all_queries = [expr for board in boards for _where, expr in queries(board[1])]
+    names = sorted(set(m for expr in all_queries for m in metric_names(expr)))
     for problem in found:
         print('check_dashboards.py: %s' % problem, file=sys.stderr)
     print('check_dashboards.py: %d file(s), %d queries, %d metric names, %d not served'
-          % (len(boards), count, len(names), len(found)))
+          % (len(boards), len(all_queries), len(names), len(found)))
     return 1 if found else 0
 
 

@@ -57,7 +57,7 @@ def test_metric_names(expr, names):
 
 def test_the_committed_dashboards_read_served_metrics_only():
     boards = _boards()
-    assert [name for name, _ in boards] == ['nimstack-nim-model.json']
+    assert [board[0] for board in boards] == ['nimstack-nim-model.json']
     assert check.problems(boards, SERVED) == []
 
 
