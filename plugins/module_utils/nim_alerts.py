@@ -14,8 +14,8 @@ What the expressions read (docs/operations.md, "The monitoring picture"):
   ``nimstack_group_restarts{group}``, ``nimstack_group_restart_budget{group}``
   (roles/nim_docker/files/nimstack_supervisor.py; its states: group_supervisor.STATES);
 - job ``haproxy``: the front door's native exporter; since HAProxy 2.4 ``haproxy_server_status``
-  is one series per state, ``state="UP"`` being 1 while the server is up (haproxy/haproxy issue
-  1029, addons/promex); backends are ``frontend.backend_name(model)``, servers ``group_<group>``;
+  is one series per state, ``state="UP"`` being 1 while the server is up (HAProxy 2.4
+  and later, addons/promex/service-prometheus.c); backends are ``frontend.backend_name(model)``, servers ``group_<group>``;
 - job ``dcgm``: dcgm-exporter's ``DCGM_FI_DEV_XID_ERRORS`` (the last XID a GPU reported, 0 for
   none) and ``DCGM_FI_DEV_GPU_TEMP`` (degrees C), labels ``gpu``, ``UUID``, ``modelName``,
   ``Hostname`` (NVIDIA/dcgm-exporter, etc/default-counters.csv).
