@@ -11,6 +11,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
+import yaml
 
 from ansible_collections.nimstack.multinode.plugins.module_utils import frontend_weights as fw
 
@@ -110,6 +111,16 @@ def test_a_restarted_leader_s_counters_start_a_new_window():
     leader.observe(1.0, load(0, 510))
     assert leader.observe(2.0, load(5, 3)) == 100        # counters went back: no rate from across the restart
     assert leader.rate() is None
+
+
+def test_the_static_weight_is_the_role_s():
+    with open(os.path.join(ROLE, 'vars', 'main.yml')) as handle:
+        assert yaml.safe_load(handle)['_nim_frontend_static_weight'] == fw.STATIC_WEIGHT
+    with open(os.path.join(ROLE, 'defaults', 'main.yml')) as handle:
+        defaults = yaml.safe_load(handle)
+    assert defaults['nim_frontend_load_wait_s'] == fw.DEFAULTS['wait_s']
+    assert defaults['nim_frontend_load_min_weight'] == fw.DEFAULTS['min_weight']
+    assert defaults['nim_frontend_load_kv_threshold'] == fw.DEFAULTS['kv_threshold']
 
 
 def test_runtime_command_and_names():
