@@ -724,6 +724,15 @@ RULES = {
     'nim_frontend_config_dir': _path('owned'),
     'nim_frontend_state': _choice(('present', 'absent')),
     'nim_frontend_manage_packages': _bool(),
+    'nim_frontend_metrics_port': _port(not_sshd=True),
+    'nim_frontend_metrics_allowed_cidrs': _sources(True, False, ACCEPT_CIDRS),
+    'nim_frontend_load_aware': _bool(),
+    'nim_frontend_load_interval_s': _int_check(1, 60),
+    'nim_frontend_load_wait_s': _number_check(0.1, 3600),
+    'nim_frontend_load_min_weight': _int_check(1, 100),
+    # 1 would leave no room between the threshold and a full cache.
+    'nim_frontend_load_kv_threshold': _number_check(0, 0.99),
+    'nim_frontend_program_dir': _path('owned'),
     # docker
     'docker_install_source': _choice(('auto', 'docker', 'distribution')),
     # What a role does with a component the collection did not install (plugins/module_utils/host_components.py)
