@@ -789,6 +789,7 @@ RULES = {
     # monitoring (hosts of nim_monitoring; the exporters on the Docker hosts)
     'nim_monitoring_sources': _sources(False, False, ACCEPT_SOURCES_NO_WORLD),
     'monitoring_mode': _choice(('server', 'files')),
+    'monitoring_state': _choice(('present', 'absent')),
     'monitoring_dir': _path('owned'),
     'monitoring_scrape_interval': _duration(),
     'monitoring_evaluation_interval': _duration(),
