@@ -14,8 +14,9 @@ What the expressions read (docs/operations.md, "The monitoring picture"):
   ``nimstack_group_restarts{group}``, ``nimstack_group_restart_budget{group}``
   (roles/nim_docker/files/nimstack_supervisor.py; its states: group_supervisor.STATES);
 - job ``haproxy``: the front door's native exporter; since HAProxy 2.4 ``haproxy_server_status``
-  is one series per state, ``state="UP"`` being 1 while the server is up (haproxy/haproxy issue
-  1029, addons/promex); backends are ``frontend.backend_name(model)``, servers ``group_<group>``;
+  is one series per state, ``state="UP"`` being 1 while the server is up
+  (addons/promex/service-prometheus.c); backends are ``frontend.backend_name(model)``, servers
+  ``group_<group>``;
 - job ``dcgm``: dcgm-exporter's ``DCGM_FI_DEV_XID_ERRORS`` (the last XID a GPU reported, 0 for
   none) and ``DCGM_FI_DEV_GPU_TEMP`` (degrees C), labels ``gpu``, ``UUID``, ``modelName``,
   ``Hostname`` (NVIDIA/dcgm-exporter, etc/default-counters.csv).
@@ -155,8 +156,10 @@ def _num(value):
 
 
 def _host():
-    """The host of a DCGM series: dcgm-exporter's Hostname label, else the scrape instance."""
-    return '{{ with $labels.Hostname }}{{ . }}{{ else }}{{ $labels.instance }}{{ end }}'
+    """The host of a DCGM series: dcgm-exporter's Hostname label (hostname in releases after
+    4.5.3-4.8.2), else the scrape instance."""
+    return ('{{ with $labels.Hostname }}{{ . }}{{ else }}{{ with $labels.hostname }}{{ . }}{{ else }}'
+            '{{ $labels.instance }}{{ end }}{{ end }}')
 
 
 _GROUP_MODEL = ('group {{ $labels.group }}{{ with $labels.model }} (model {{ . }}){{ end }}'

@@ -97,3 +97,22 @@ def test_main_fails_and_names_the_panel(tmp_path, capsys):
     assert 'panel "P" (A): metric down_total is not served' in capsys.readouterr().err
     served.write_text('up\ndown_total\n')
     assert check.main(['--served', str(served), str(board)]) == 0
+
+
+def test_the_model_dashboard_shows_what_an_operator_needs():
+    board = dict(_boards())['nimstack-nim-model.json']
+    exprs = [expr for _where, expr in check.queries(board)]
+    names = set(name for expr in exprs for name in check.metric_names(expr))
+    assert names >= {
+        'request_success_total', 'request_failure_total', 'time_to_first_token_seconds_bucket',
+        'time_per_output_token_seconds_bucket', 'gpu_cache_usage_perc', 'num_requests_running', 'num_requests_waiting',
+        'nimstack_group_state', 'nimstack_group_restarts', 'nimstack_group_restart_budget', 'haproxy_server_status',
+        'DCGM_FI_DEV_GPU_UTIL', 'DCGM_FI_DEV_FB_USED', 'DCGM_FI_DEV_GPU_TEMP'}
+    for histogram in ('time_to_first_token_seconds_bucket', 'time_per_output_token_seconds_bucket'):
+        quantiles = sorted(expr.split('(', 2)[1].split(',')[0] for expr in exprs
+                           if histogram in expr and expr.startswith('histogram_quantile('))
+        assert quantiles == ['0.5', '0.95', '0.99'], histogram
+    variables = dict((var['name'], var) for var in board['templating']['list'])
+    assert variables['model']['query']['query'] == 'label_values(up{job="nim"}, model)'
+    # every NIM panel is scoped to the model picked
+    assert all('model="$model"' in expr for expr in exprs if 'job="nim"' in expr and not expr.startswith('label_values'))
