@@ -137,7 +137,7 @@ def run(args):
                 series.extend(rows)
             stop.wait(max(0.0, 1.0 - (time.monotonic() - tick)))
 
-    threads = [threading.Thread(target=client, daemon=True) for _ in range(args.clients)]
+    threads = [threading.Thread(target=client, daemon=True) for _client in range(args.clients)]
     threads.append(threading.Thread(target=sampler, daemon=True))
     for thread in threads:
         thread.start()

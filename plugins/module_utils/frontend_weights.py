@@ -34,6 +34,7 @@ unit tests use this directly.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import math
 import re
 
 # The weight each leader has in haproxy.cfg (HAProxy's range is 0..256): room to go down.
@@ -63,7 +64,7 @@ def parse_metrics(text):
             value = float(match.group(3))
         except ValueError:
             continue
-        if value != value:  # NaN
+        if math.isnan(value):
             continue
         values[match.group(1)] = values.get(match.group(1), 0.0) + value
     return values

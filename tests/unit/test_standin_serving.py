@@ -45,7 +45,7 @@ def test_requests_past_the_slots_wait_and_go_in_as_slots_free():
     serve = serving.Serving(max_running=2, tokens_per_s=10, kv_tokens=100)
     first, second = serve.admit(5), serve.admit(5)
     admitted = []
-    threads = [threading.Thread(target=lambda: admitted.append(serve.admit(3))) for _ in range(3)]
+    threads = [threading.Thread(target=lambda: admitted.append(serve.admit(3))) for _client in range(3)]
     for thread in threads:
         thread.start()
     wait_until(lambda: serve.snapshot()['num_requests_waiting'] == 3)
@@ -97,7 +97,7 @@ def test_ttft_includes_the_queue_wait_and_tpot_follows_the_rate():
     assert serve.token_interval == 0.25
     request = serve.admit(2)
     clock.now += 3.0  # queued and prefilled for 3 s
-    for _ in range(5):
+    for _token in range(5):
         request.token()
         clock.now += serve.token_interval
     request.finish(True)

@@ -157,7 +157,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         if FAIL_COMPLETIONS:
             self.refuse(500, error_body('NIM_STANDIN_FAIL_COMPLETIONS is set: every completion fails',
-                                            'InternalServerError', 500))
+                                        'InternalServerError', 500))
             return
         try:
             body = json.loads(raw.decode('utf-8') or '{}')
@@ -201,7 +201,7 @@ class Handler(BaseHTTPRequestHandler):
             self.send_stream(path, whole, bool((body.get('stream_options') or {}).get('include_usage')), request)
         else:
             # Generated token by token at the slot's rate, sent whole.
-            for _ in range(whole['usage']['completion_tokens']):
+            for _token in range(whole['usage']['completion_tokens']):
                 time.sleep(SERVING.token_interval)
                 request.token()
             send_json(self, 200, whole)

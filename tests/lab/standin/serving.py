@@ -124,8 +124,8 @@ class Serving(object):
         self.cond = threading.Condition()
         self.running = []
         self.waiting = 0
-        self.counters = dict((name, 0) for name, _ in COUNTERS)
-        self.histograms = dict((name, Histogram(bounds)) for name, _, bounds in HISTOGRAMS)
+        self.counters = dict((name, 0) for name, _text in COUNTERS)
+        self.histograms = dict((name, Histogram(bounds)) for name, _text, bounds in HISTOGRAMS)
 
     @property
     def token_interval(self):
@@ -206,7 +206,7 @@ class Serving(object):
         for name, text in COUNTERS:
             lines += ['# HELP %s %s' % (name, text), '# TYPE %s counter' % name,
                       '%s{%s} %s' % (name, label, _number(counters[name]))]
-        for name, text, _ in HISTOGRAMS:
+        for name, text, _bounds in HISTOGRAMS:
             buckets, total_sum, count = histograms[name]
             lines += ['# HELP %s %s' % (name, text), '# TYPE %s histogram' % name]
             for bound, cumulative in buckets:

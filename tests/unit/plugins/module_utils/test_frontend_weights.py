@@ -177,7 +177,7 @@ class Runtime(object):
     def serve(self):
         while True:
             try:
-                conn, _ = self.sock.accept()
+                conn = self.sock.accept()[0]
             except OSError:
                 return
             with conn:
