@@ -9,7 +9,7 @@ COLLECTION_LINK := build/collections/ansible_collections/nimstack/multinode
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: test static labs deps link lint units k8s build-check sanity bad-inputs monitoring-test molecule molecule-nvidia molecule-others lab-test standin-test docker-path-test contracts-test docs-check awx-test doctor-test security-test supervisor-test rollout-test security-rollout-test k8s-cluster k8s-cluster-down k8s-live-test k8s-live-lws-test k8s-live-operator-test lab lab-down clean
+.PHONY: test static labs deps link lint units k8s build-check sanity bad-inputs monitoring-test monitoring-lab-test molecule molecule-nvidia molecule-others lab-test standin-test docker-path-test contracts-test docs-check awx-test doctor-test security-test supervisor-test rollout-test security-rollout-test k8s-cluster k8s-cluster-down k8s-live-test k8s-live-lws-test k8s-live-operator-test lab lab-down clean
 
 test: deps static labs
 
@@ -119,6 +119,13 @@ doctor-test: deps
 # token, the deployment key to non-members; nothing left after teardown, no secret in the output.
 security-test: deps
 	tests/e2e/test-security.sh
+
+# The bare-metal monitoring on a 3-host lab of its own (a group of two, the monitoring host and front
+# door on the third): every written target up, the group and model labels, the dashboards and rules
+# against the live Prometheus, a killed rank's NIMGroupNotServing fired, received by Alertmanager and
+# resolved by the supervisor's heal, the role's teardown.
+monitoring-lab-test: deps
+	tests/e2e/test-monitoring-lab.sh
 
 # The group supervisor on a lab with a group of two per launch contract: a rank killed with SIGKILL serves
 # again without Ansible in under 2 x a cold start; a rank that dies at every start spends the restart

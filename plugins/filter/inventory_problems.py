@@ -55,7 +55,7 @@ def _controller_settings(hvars):
 def inventory_problems(hostvars, groups, ansible_version, node_group=DEFAULT_NODE_GROUP,
                        default_group='default', min_version=DEFAULT_MIN_VERSION,
                        max_version=DEFAULT_MAX_VERSION, supported_os=None, check_os=True,
-                       check_inputs=True, input_groups=('nfs_server', 'nim_frontend'),
+                       check_inputs=True, input_groups=('nfs_server', 'nim_frontend', 'nim_monitoring'),
                        check_inventory=True):
     if not isinstance(ansible_version, str):
         raise AnsibleFilterError('inventory_problems: ansible_version must be a string such as '

@@ -21,7 +21,7 @@ from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks im
 _BACKEND_NAME = re.compile(r'[^A-Za-z0-9_.-]+')
 
 # The role's settings frontend_problems() reads, with the role's defaults (roles/nim_frontend/defaults).
-SETTING_DEFAULTS = {'nim_frontend_state': 'present', 'nim_frontend_port': 8080}
+SETTING_DEFAULTS = {'nim_frontend_state': 'present', 'nim_frontend_port': 8080, 'nim_frontend_metrics_port': 8405}
 # The group supervisor's settings on a front door's host, with the defaults of roles/nim_docker
 # (nim_docker_supervisor and nim_docker_supervisor_port default to the inventory-wide ones).
 SUPERVISOR_DEFAULTS = {'nim_group_supervisor': True, 'nim_group_supervisor_port': 8479}
@@ -30,9 +30,11 @@ SETTING_NAMES = tuple(sorted(SETTING_DEFAULTS)) + tuple(sorted(SUPERVISOR_DEFAUL
 PROBLEM_ON_KUBERNETES = ("nim_frontend host %s is a host of group '%s', which runs on Kubernetes "
                          "(nim_deployment_mode=kubernetes): the front door would log in to it, and the hosts of a "
                          "Kubernetes group are never contacted; put the front door on another host")
-PROBLEM_PORT = ("nim_frontend_port=%s on host %s is also the %s port (nim_%s_port) of group '%s' on that host: the "
+PROBLEM_PORT = ("%s=%s on host %s is also the %s port (nim_%s_port) of group '%s' on that host: the "
                 "front door and the rank share the host network; choose another port")
-PROBLEM_SUPERVISOR_PORT = ("nim_frontend_port=%s on host %s is also the port of the supervisor of group '%s' on that "
+PROBLEM_METRICS_PORT = ("nim_frontend_metrics_port=%s on host %s is also nim_frontend_port: the front door's metrics "
+                        "need a port of their own; choose another port")
+PROBLEM_SUPERVISOR_PORT = ("%s=%s on host %s is also the port of the supervisor of group '%s' on that "
                            "host (nim_docker_supervisor_port, inventory-wide nim_group_supervisor_port): both listen "
                            "on the host network; choose another port")
 
@@ -94,15 +96,19 @@ def frontend_problems(plan, frontends):
         if entry.get('mode') == 'kubernetes':
             problems.append(PROBLEM_ON_KUBERNETES % (host, entry.get('group')))
             continue
+        ports = (('nim_frontend_port', str(settings['nim_frontend_port'])),
+                 ('nim_frontend_metrics_port', str(settings['nim_frontend_metrics_port'])))
+        if ports[0][1] == ports[1][1]:
+            problems.append(PROBLEM_METRICS_PORT % (ports[1][1], host))
         group = groups.get(entry.get('group')) or {}
         if entry.get('mode') != 'docker' or not group.get('valid'):
             continue
-        port = str(settings['nim_frontend_port'])
-        for name in sorted(group.get('ports') or {}):
-            if str(group['ports'][name]) == port:
-                problems.append(PROBLEM_PORT % (port, host, name, name, group.get('name')))
         supervisor = settings.get('nim_docker_supervisor', settings['nim_group_supervisor'])
         supervisor_port = settings.get('nim_docker_supervisor_port', settings['nim_group_supervisor_port'])
-        if as_bool(supervisor) and str(supervisor_port) == port:
-            problems.append(PROBLEM_SUPERVISOR_PORT % (port, host, group.get('name')))
+        for variable, port in ports:
+            for name in sorted(group.get('ports') or {}):
+                if str(group['ports'][name]) == port:
+                    problems.append(PROBLEM_PORT % (variable, port, host, name, name, group.get('name')))
+            if as_bool(supervisor) and str(supervisor_port) == port:
+                problems.append(PROBLEM_SUPERVISOR_PORT % (variable, port, host, group.get('name')))
     return problems

@@ -249,6 +249,49 @@ def state_record(state, cause, role, leader, history, now, problems=None):
             'restarts': list(history), 'problems': dict(problems or {}), 'updated': int(now)}
 
 
+# Node exporter's textfile collector reads *.prom files from this directory (Debian's
+# prometheus-node-exporter: --collector.textfile.directory=/var/lib/prometheus/node-exporter). The
+# leader's supervisor writes its group's series there, so Prometheus reads them through the node
+# exporter's port: no new port on a GPU host, and the signed API stays POST-only and members-only.
+METRICS_DIR = '/var/lib/prometheus/node-exporter'
+
+_METRICS_HELP = (
+    ('nimstack_group_state', 'The state of a Docker deployment group as its leader\'s supervisor sees it: '
+                             '1 for the current state, 0 for the others.'),
+    ('nimstack_group_restarts', 'Restarts of the whole group inside the supervisor\'s budget window.'),
+    ('nimstack_group_restart_budget', 'The most restarts of the whole group the supervisor makes within its '
+                                      'budget window (nim_group_max_restarts).'),
+)
+
+
+def metrics_file(group, directory=METRICS_DIR):
+    """Where the leader's supervisor of group writes its series (one file per group)."""
+    return '%s/nimstack_group_%s.prom' % (directory.rstrip('/'), group)
+
+
+def _label(value):
+    return str(value).replace('\\', '\\\\').replace('\n', '\\n').replace('"', '\\"')
+
+
+def metrics_text(group, state, history, now, max_restarts, window):
+    """The Prometheus text of one group: nimstack_group_state{group,state} (1 for state, 0 for the
+    other states), nimstack_group_restarts{group} (the restarts of history inside the last window
+    seconds) and nimstack_group_restart_budget{group} (max_restarts)."""
+    recent = budget(history, now, max_restarts, window)[1]
+    group_label = 'group="%s"' % _label(group)
+    values = {
+        'nimstack_group_state': ['{%s,state="%s"} %d' % (group_label, s, 1 if s == state else 0) for s in STATES],
+        'nimstack_group_restarts': ['{%s} %d' % (group_label, len(recent))],
+        'nimstack_group_restart_budget': ['{%s} %d' % (group_label, int(max_restarts))],
+    }
+    lines = []
+    for name, text in _METRICS_HELP:
+        lines.append('# HELP %s %s' % (name, text))
+        lines.append('# TYPE %s gauge' % name)
+        lines.extend(name + sample for sample in values[name])
+    return '\n'.join(lines) + '\n'
+
+
 def load_json(text, default=None):
     try:
         value = json.loads(text)

@@ -133,6 +133,10 @@ ACCEPT_CHART_VERSION = 'a chart version such as v25.10.0 or 25.7.0 (major.minor.
 ACCEPT_CHART_ARCHIVE = 'a path on the controller to a chart archive (.tgz), on one line, or empty'
 ACCEPT_CONTROLLER_FILE = 'a file path on the controller (relative, ~ or absolute), on one line, or empty'
 ACCEPT_MAPPING_LIST = 'a YAML list of mappings'
+ACCEPT_DURATION = 'a Prometheus duration such as 15s, 1m30s or 4h (digits and one of ms s m h d w y, repeated)'
+ACCEPT_HOST_PORTS = 'a YAML list of host:port strings such as 127.0.0.1:9093 or [fd00::1]:9093'
+ACCEPT_HTTP_URL = 'an http:// or https:// URL without spaces'
+ACCEPT_RECEIVER = 'a receiver name of letters, digits, _ . and - (at most 128)'
 
 
 def accepts_int(low, high):
@@ -622,6 +626,26 @@ def _resources():
     return Rule(check, ACCEPT_RESOURCES, kind='dict')
 
 
+_DURATION_RE = re.compile(r'^([0-9]+(ms|s|m|h|d|w|y))+$')
+_HOST_PORT_RE = re.compile(r'^([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):[0-9]{1,5}$')
+
+
+def _duration():
+    def check(value):
+        if not isinstance(value, str):
+            return P_NOT_STRING
+        return None if _DURATION_RE.match(value) else P_NOT_CHOICE
+    return Rule(check, ACCEPT_DURATION, kind='str')
+
+
+def _host_ports():
+    def item_problem(item):
+        if not isinstance(item, str) or not _HOST_PORT_RE.match(item):
+            return P_NOT_CHOICE
+        return _port_problem(item.rsplit(':', 1)[1], False)
+    return _list_of(item_problem, ACCEPT_HOST_PORTS)
+
+
 def _octal_mode():
     def check(value):
         if not isinstance(value, str):
@@ -700,6 +724,15 @@ RULES = {
     'nim_frontend_config_dir': _path('owned'),
     'nim_frontend_state': _choice(('present', 'absent')),
     'nim_frontend_manage_packages': _bool(),
+    'nim_frontend_metrics_port': _port(not_sshd=True),
+    'nim_frontend_metrics_allowed_cidrs': _sources(True, False, ACCEPT_CIDRS),
+    'nim_frontend_load_aware': _bool(),
+    'nim_frontend_load_interval_s': _int_check(1, 60),
+    'nim_frontend_load_wait_s': _number_check(0.1, 3600),
+    'nim_frontend_load_min_weight': _int_check(1, 100),
+    # 1 would leave no room between the threshold and a full cache.
+    'nim_frontend_load_kv_threshold': _number_check(0, 0.99),
+    'nim_frontend_program_dir': _path('owned'),
     # docker
     'docker_install_source': _choice(('auto', 'docker', 'distribution')),
     # What a role does with a component the collection did not install (plugins/module_utils/host_components.py)
@@ -751,6 +784,32 @@ RULES = {
     'nim_firewall_ray_ports': _port_list(),
     'nim_firewall_ray_worker_ports': _port_range(),
     'nim_firewall_rules_file': _path('file'),
+    'nim_firewall_monitoring_sources': _sources(False, False, ACCEPT_SOURCES_NO_WORLD),
+    'nim_firewall_monitoring_ports': _port_list(),
+    # monitoring (hosts of nim_monitoring; the exporters on the Docker hosts)
+    'nim_monitoring_sources': _sources(False, False, ACCEPT_SOURCES_NO_WORLD),
+    'monitoring_mode': _choice(('server', 'files')),
+    'monitoring_state': _choice(('present', 'absent')),
+    'monitoring_dir': _path('owned'),
+    'monitoring_scrape_interval': _duration(),
+    'monitoring_evaluation_interval': _duration(),
+    'monitoring_prometheus_port': _port(not_sshd=True),
+    'monitoring_alertmanager_port': _port(not_sshd=True),
+    'monitoring_alertmanagers': _host_ports(),
+    'monitoring_alertmanager_receivers': _mapping_list(),
+    'monitoring_alertmanager_receiver': _pattern(re.compile(r'^[A-Za-z0-9_.-]{1,128}$'), ACCEPT_RECEIVER),
+    'monitoring_alertmanager_group_wait': _duration(),
+    'monitoring_alertmanager_group_interval': _duration(),
+    'monitoring_alertmanager_repeat_interval': _duration(),
+    'monitoring_alert_thresholds': _mapping(),
+    'monitoring_grafana_prometheus_url': _pattern(re.compile(r'^https?://[^\s/]+\S*$'), ACCEPT_HTTP_URL),
+    'monitoring_manage_packages': _bool(),
+    'monitoring_node_exporter_port': _port(not_sshd=True),
+    'monitoring_dcgm_exporter': _bool(),
+    'monitoring_dcgm_exporter_image': _image(),
+    'monitoring_dcgm_exporter_tag': _image_tag(),
+    'monitoring_dcgm_exporter_port': _port(not_sshd=True),
+    'monitoring_frontend_metrics_port': _port(not_sshd=True),
     # nim_docker
     'nim_docker_registry': _pattern(REGISTRY_RE, ACCEPT_REGISTRY),
     'nim_docker_registry_username': _pattern(REGISTRY_USER_RE, ACCEPT_REGISTRY_USER),

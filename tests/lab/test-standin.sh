@@ -240,6 +240,28 @@ expect_stream() {
     --expect "$leader (rank 0)" --expect "${workers[1]} (rank 2)") || fail "the OpenAI client's stream failed: $client"
   step "streamed: $events server-sent events raw; the openai client: $client"
 }
+# The leader runs one request at a time (NIM_STANDIN_MAX_RUNNING=1): of three streams sent at
+# once, one runs and two wait, as /v1/metrics shows while they stream; all three then complete.
+expect_queue() {
+  local pids=() i metrics running waiting
+  for i in 1 2 3; do
+    curl -sfN --max-time 30 -o "$work/queue-$i.out" "$api/v1/completions" -H 'Content-Type: application/json' \
+      -d '{"prompt": "queue", "max_tokens": 60, "stream": true}' &
+    pids+=($!)
+  done
+  sleep 0.6
+  metrics=$(curl -sf --max-time 5 "$api/v1/metrics")
+  running=$(sed -n 's/^num_requests_running{model_name="[^"]*"} //p' <<<"$metrics")
+  waiting=$(sed -n 's/^num_requests_waiting{model_name="[^"]*"} //p' <<<"$metrics")
+  for i in "${pids[@]}"; do wait "$i" || fail "a queued stream failed"; done
+  [[ "$running" == 1 && "$waiting" =~ ^[12]$ ]] || fail "three streams at once on one slot: running=$running waiting=$waiting"
+  for i in 1 2 3; do
+    [[ "$(grep '^data: ' "$work/queue-$i.out" | tail -1)" == "data: [DONE]" ]] || fail "queued stream $i did not end with [DONE]"
+  done
+  metrics=$(curl -sf --max-time 5 "$api/v1/metrics")
+  step "three streams on one slot: running $running, waiting $waiting while they streamed, all answered;" \
+    "$(grep -E '^(num_requests_waiting|time_to_first_token_seconds_sum|request_success_total)' <<<"$metrics" | tr '\n' ' ')"
+}
 # After the leader is gone, the surviving worker $1 must leave on its own within fail_timeout.
 expect_worker_leaves() {
   local since=$SECONDS deadline=$((SECONDS + fail_timeout))
@@ -325,7 +347,10 @@ CONFIG
   done
   step "chat completion in $((SECONDS - t))s names all 3 hosts: $(python3 -c 'import json,sys; print(json.load(sys.stdin)["choices"][0]["message"]["content"])' <<<"$answer")"
   metrics=$(curl -sf --max-time 5 "$api/v1/metrics")
-  grep -q 'nim_standin_requests_total{outcome="ok"} 1' <<<"$metrics" || fail "/v1/metrics does not count the completion"
+  grep -q '^request_success_total{model_name="nimstack/standin-llm"} 1$' <<<"$metrics" || fail "/v1/metrics does not count the completion: $metrics"
+  grep -q '^generation_tokens_total{model_name="nimstack/standin-llm"} [1-9]' <<<"$metrics" || fail "/v1/metrics counts no generated token"
+  grep -q '^time_to_first_token_seconds_count{model_name="nimstack/standin-llm"} 1$' <<<"$metrics" || fail "/v1/metrics has no time to first token"
+  step "/v1/metrics: $(grep -E '^(request_success_total|generation_tokens_total|num_request_max|time_to_first_token_seconds_sum)' <<<"$metrics" | tr '\n' ' ')"
 
   leader_log=$(docker logs "$leader" 2>&1)
   for w in "${workers[@]}"; do
@@ -464,18 +489,20 @@ test_leader_address() {
   sleep 3
   start=$SECONDS
   start_rank leader_address "$leader" "$leader_addr" -e "NIM_STANDIN_MODEL_URL=$model_url" \
-    -e NIM_STANDIN_COLLECTIVE_TIMEOUT=5 -e NIM_STANDIN_HEARTBEAT_S=2 -e "NIM_STANDIN_LOAD_S=$load_s"
+    -e NIM_STANDIN_COLLECTIVE_TIMEOUT=5 -e NIM_STANDIN_HEARTBEAT_S=2 -e "NIM_STANDIN_LOAD_S=$load_s" \
+    -e NIM_STANDIN_MAX_RUNNING=1
   wait_ready
   step "leader_address: ready in $((SECONDS - start))s after the leader started (download at $rate B/s and the ${load_s}s load included)"
   ((SECONDS - start >= load_s)) || fail "ready after $((SECONDS - start))s, before the ${load_s}s model load could have ended"
   ((not_ready_live > 0)) || fail "the leader was never seen live (200) and not ready (503) while it downloaded"
-  load_metric=$(curl -sf --max-time 5 "$api/v1/metrics" | sed -n 's/^nim_standin_load_seconds //p')
-  python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) >= float(sys.argv[2]) else 1)' "${load_metric:-0}" "$load_s" \
-    || fail "/v1/metrics says the load took ${load_metric:-nothing} s, not at least ${load_s} s"
-  step "leader_address: /v1/metrics nim_standin_load_seconds $load_metric"
+  load_logged=$(docker logs "$leader" 2>&1 | sed -n 's/.*model downloaded and loaded in \([0-9.]*\) s.*/\1/p' | tail -1)
+  python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) >= float(sys.argv[2]) else 1)' "${load_logged:-0}" "$load_s" \
+    || fail "the leader's log says the load took ${load_logged:-nothing} s, not at least ${load_s} s"
+  step "leader_address: the leader's log says the model was downloaded and loaded in $load_logged s"
   expect_joined
   expect_answer also-text
   expect_stream
+  expect_queue
   # A second rank 1 is refused, and the group keeps serving.
   dup=$prefix-dup
   docker run --rm --name "$dup" --hostname "$dup" --network "$prefix" --env-file "$work/leader_address/${workers[0]}.env" \

@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, nimstack maintainers
 # SPDX-License-Identifier: Apache-2.0
 """The bad-input suite (tests/bad_inputs/cases.yml) covers every public variable of the front door,
-the group supervisor, rolling changes, the secrets group, the registry, LWS, Volcano/KAI and the
+the group supervisor, rolling changes, monitoring, the secrets group, the registry, LWS, Volcano/KAI and the
 operator: a refused case sets it to a mistaken value and expects the failure to name it.
 
 The variables are read from the roles' argument_specs and defaults, so a variable added to one of
@@ -34,6 +34,7 @@ FAMILIES = {
     'Volcano/KAI': [('volcano', None),
                     ('nim_k8s', r'scheduler|queue|exclusive_topology|capacity_check|priority_class|node_selector|'
                                 r'tolerations')],
+    'monitoring': [('monitoring', None), ('nim_firewall', r'monitoring')],
     'operator': [('nim_operator', None),
                  ('nim_k8s', r'backend|^nim_k8s_storage$|cache_profiles|cache_timeout|service_monitor|router|compute_domain')],
 }
@@ -42,6 +43,7 @@ FAMILIES = {
 # them to the roles (the run's plan, the hosts of a restart wave), and the preflight never reads them.
 NO_WRONG_VALUE = {
     'nim_frontend_plan': 'playbooks/frontend.yml passes the run plan',
+    'monitoring_plan': 'playbooks/plays/monitoring.yml passes the run plan',
     'nim_docker_serve_again_hosts': "the restart waves of host preparation pass the wave's hosts",
     'nim_docker_serve_again_interrupted': 'the restart waves of host preparation pass the interrupted hosts',
 }

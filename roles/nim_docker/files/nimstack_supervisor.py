@@ -19,6 +19,7 @@ beside this file). Standard library only. Logs go to the journal.
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -45,6 +46,16 @@ def write_json(path, value, mode=0o644):
     with os.fdopen(fd, 'w') as handle:
         json.dump(value, handle, indent=1, sort_keys=True)
         handle.write('\n')
+    os.chmod(tmp, mode)
+    os.replace(tmp, path)
+
+
+def write_text(path, text, mode=0o644):
+    # The temporary name does not end in .prom: node exporter never reads a half-written file.
+    tmp = '%s.tmp.%d.%d' % (path, os.getpid(), threading.get_ident())
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, 'w') as handle:
+        handle.write(text)
     os.chmod(tmp, mode)
     os.replace(tmp, path)
 
@@ -88,6 +99,9 @@ class Supervisor(object):
         self.state_file = config['state_file']
         self.logs_dir = config['logs_dir']
         self.maintenance_files = config.get('maintenance_files', [])
+        # The leader's series for node exporter's textfile collector, where that directory exists.
+        self.metrics_dir = config.get('metrics_dir', gs.METRICS_DIR)
+        self.metrics_path = gs.metrics_file(self.group, self.metrics_dir) if self.is_leader and self.metrics_dir else ''
         with open(config['secret_file'], 'rb') as handle:
             self.secret = handle.read().strip()
         saved = read_json(self.state_file, {}) or {}
@@ -164,6 +178,24 @@ class Supervisor(object):
             return
         write_json(self.state_file, record)
         self.written = (key, time.time())
+        self.write_metrics(record)
+
+    def write_metrics(self, record):
+        if not self.metrics_path or not os.path.isdir(self.metrics_dir):
+            return
+        try:
+            write_text(self.metrics_path, gs.metrics_text(self.group, record['state'], record['restarts'], time.time(),
+                                                          self.max_restarts, self.window))
+        except OSError as exc:
+            log('cannot write %s: %s' % (self.metrics_path, exc), 4)
+
+    def remove_metrics(self):
+        """A stopped supervisor leaves no series behind: no state is better than a stale one."""
+        if self.metrics_path:
+            try:
+                os.remove(self.metrics_path)
+            except OSError:
+                pass
 
     # ---- the group's network ----------------------------------------------------------------
     def call(self, host, path, payload, timeout=None):
@@ -411,6 +443,12 @@ def main(argv):
         log('configuration %s: %s' % (argv[1], '; '.join(problems)), 3)
         return 1
     supervisor = Supervisor(config)
+
+    def stop(_signum, _frame):
+        supervisor.remove_metrics()
+        sys.exit(0)
+
+    signal.signal(signal.SIGTERM, stop)
     bind = config.get('bind') or '0.0.0.0'
     server = ThreadingHTTPServer((bind, int(config['port'])), make_handler(supervisor))
     server.daemon_threads = True

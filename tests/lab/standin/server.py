@@ -29,6 +29,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import node
+import serving
 from node import GroupBroken, log
 
 PORT = int(os.environ.get('NIM_HTTP_API_PORT') or os.environ.get('NIM_SERVER_PORT') or '8000')
@@ -36,8 +37,11 @@ START_TIMEOUT = float(os.environ.get('CLUSTER_START_TIMEOUT') or os.environ.get(
 COLLECTIVE_TIMEOUT = float(os.environ.get('NIM_STANDIN_COLLECTIVE_TIMEOUT') or '15')
 HEARTBEAT = float(os.environ.get('NIM_STANDIN_HEARTBEAT_S') or '5')
 DOWNLOAD_TIMEOUT = float(os.environ.get('NIM_STANDIN_DOWNLOAD_TIMEOUT') or '600')
-# Pause between two streamed chunks ("stream": true), so that a client sees tokens arrive.
-TOKEN_DELAY_S = max(0.0, float(os.environ.get('NIM_STANDIN_TOKEN_DELAY_S') or '0.02'))
+# The service capacity (serving.py): NIM_STANDIN_MAX_RUNNING requests at once, each generating
+# NIM_STANDIN_TOKENS_PER_S tokens a second (one streamed chunk per token), the others queued.
+SERVING = serving.Serving(*serving.settings_from(os.environ))
+# How long a request may wait in the queue for a slot before it is answered 503.
+QUEUE_TIMEOUT_S = 300
 # A fault to test against: every completion answers 500 while /v1/health/ready stays 200 (a
 # release that loads but cannot answer, which only a smoke test catches).
 FAIL_COMPLETIONS = (os.environ.get('NIM_STANDIN_FAIL_COMPLETIONS') or '').lower() in ('1', 'true', 'yes')
@@ -53,8 +57,6 @@ class State(object):
         self.broken = None
         self.model = None
         self.ranks = []
-        self.counts = {'ok': 0, 'error': 0}
-        self.streams = 0
         self.load_seconds = None
         # (operation, deadline) of the group operation in progress, for the watchdog.
         self.op = None
@@ -131,35 +133,17 @@ class Handler(BaseHTTPRequestHandler):
             send_json(self, 404, error_body('no route %s' % path, 'NotFound', 404))
 
     def send_metrics(self):
-        lines = [
-            '# HELP nim_standin_ready 1 when the model is loaded and every rank joined.',
-            '# TYPE nim_standin_ready gauge',
-            'nim_standin_ready %d' % (1 if STATE.ready and not STATE.broken else 0),
-            '# HELP nim_standin_ranks Ranks in the group.',
-            '# TYPE nim_standin_ranks gauge',
-            'nim_standin_ranks %d' % STATE.group.size,
-            '# HELP nim_standin_load_seconds Seconds from the group joined to ready (download and load).',
-            '# TYPE nim_standin_load_seconds gauge',
-            'nim_standin_load_seconds %s' % ('%.3f' % STATE.load_seconds if STATE.load_seconds is not None else 'NaN'),
-            '# HELP nim_standin_requests_total Completions answered, by outcome.',
-            '# TYPE nim_standin_requests_total counter',
-        ]
-        with STATE.lock:
-            for outcome in sorted(STATE.counts):
-                lines.append('nim_standin_requests_total{outcome="%s"} %d' % (outcome, STATE.counts[outcome]))
-            lines += ['# HELP nim_standin_streamed_requests_total Completions answered as server-sent events.',
-                      '# TYPE nim_standin_streamed_requests_total counter',
-                      'nim_standin_streamed_requests_total %d' % STATE.streams]
-        data = ('\n'.join(lines) + '\n').encode('utf-8')
+        model = STATE.model['served_name'] if STATE.model else os.environ.get('NIM_SERVED_MODEL_NAME', '')
+        data = SERVING.render(model).encode('utf-8')
         self.send_response(200)
         self.send_header('Content-Type', 'text/plain; version=0.0.4')
         self.send_header('Content-Length', str(len(data)))
         self.end_headers()
         self.wfile.write(data)
 
-    def count(self, outcome):
-        with STATE.lock:
-            STATE.counts[outcome] += 1
+    def refuse(self, status, body):
+        SERVING.fail()
+        send_json(self, status, body)
 
     def do_POST(self):
         path = self.path.split('?', 1)[0]
@@ -169,53 +153,64 @@ class Handler(BaseHTTPRequestHandler):
             send_json(self, 404, error_body('no route %s' % path, 'NotFound', 404))
             return
         if not STATE.ready or STATE.broken:
-            self.count('error')
-            send_json(self, 503, error_body(STATE.broken or 'the model is not ready', 'ServiceUnavailable', 503))
+            self.refuse(503, error_body(STATE.broken or 'the model is not ready', 'ServiceUnavailable', 503))
             return
         if FAIL_COMPLETIONS:
-            self.count('error')
-            send_json(self, 500, error_body('NIM_STANDIN_FAIL_COMPLETIONS is set: every completion fails',
-                                            'InternalServerError', 500))
+            self.refuse(500, error_body('NIM_STANDIN_FAIL_COMPLETIONS is set: every completion fails',
+                                        'InternalServerError', 500))
             return
         try:
             body = json.loads(raw.decode('utf-8') or '{}')
             prompt = prompt_of(path, body)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            self.count('error')
-            send_json(self, 400, error_body('invalid request: %s' % exc, 'BadRequestError', 400))
+            self.refuse(400, error_body('invalid request: %s' % exc, 'BadRequestError', 400))
             return
         model = body.get('model', STATE.model['served_name'])
         if model != STATE.model['served_name']:
-            self.count('error')
-            send_json(self, 404, error_body('The model `%s` does not exist.' % model, 'NotFoundError', 404))
+            self.refuse(404, error_body('The model `%s` does not exist.' % model, 'NotFoundError', 404))
             return
+        request = SERVING.admit(len(prompt.split()), QUEUE_TIMEOUT_S)
+        if request is None:
+            send_json(self, 503, error_body('no slot freed up within %d s (NIM_STANDIN_MAX_RUNNING=%d)' % (
+                QUEUE_TIMEOUT_S, SERVING.max_running), 'ServiceUnavailable', 503))
+            return
+        ok = False
+        try:
+            ok = self.complete(path, body, prompt, request)
+        finally:
+            request.finish(ok)
+
+    def complete(self, path, body, prompt, request):
+        """The group's answer to an admitted request, generated at the slot's token rate. True
+        when it was answered in full."""
         job = Job({'prompt': prompt, 'max_tokens': body.get('max_tokens')})
         STATE.requests.put(job)
         if not job.done.wait(COLLECTIVE_TIMEOUT + HEARTBEAT + WATCHDOG_GRACE_S + 5):
             # The main thread is stuck and even the watchdog did not end the group: answer, then
             # end it from here.
             STATE.broken = 'a group operation did not complete within %.0f s' % COLLECTIVE_TIMEOUT
-            self.count('error')
             send_json(self, 504, error_body('the group did not answer: %s; ending the group' % STATE.broken,
                                             'GatewayTimeout', 504))
             threading.Timer(0.5, STATE.group.abort, (STATE.broken, 70)).start()
-            return
+            return False
         if job.error:
-            self.count('error')
             send_json(self, 503, error_body(job.error, 'ServiceUnavailable', 503))
-            return
-        self.count('ok')
+            return False
+        whole = answer(path, job.payload, job.result)
         if body.get('stream') is True:
-            with STATE.lock:
-                STATE.streams += 1
-            self.send_stream(path, answer(path, job.payload, job.result),
-                             bool((body.get('stream_options') or {}).get('include_usage')))
+            self.send_stream(path, whole, bool((body.get('stream_options') or {}).get('include_usage')), request)
         else:
-            send_json(self, 200, answer(path, job.payload, job.result))
+            # Generated token by token at the slot's rate, sent whole.
+            for _token in range(whole['usage']['completion_tokens']):
+                time.sleep(SERVING.token_interval)
+                request.token()
+            send_json(self, 200, whole)
+        return True
 
-    def send_stream(self, path, whole, include_usage):
-        """The answer as server-sent events, one chunk per word, then `data: [DONE]`: the OpenAI
-        streaming format (chat.completion.chunk / text_completion), sent chunked, unbuffered."""
+    def send_stream(self, path, whole, include_usage, request):
+        """The answer as server-sent events, one chunk per word (a token, sent as it is generated,
+        at the slot's rate), then `data: [DONE]`: the OpenAI streaming format (chat.completion.chunk
+        / text_completion), sent chunked, unbuffered."""
         self.send_response(200)
         self.send_header('Content-Type', 'text/event-stream')
         self.send_header('Cache-Control', 'no-cache')
@@ -225,10 +220,19 @@ class Handler(BaseHTTPRequestHandler):
             data = ('data: %s\n\n' % (chunk if isinstance(chunk, str) else json.dumps(chunk))).encode('utf-8')
             self.wfile.write(b'%x\r\n%s\r\n' % (len(data), data))
             self.wfile.flush()
-            if TOKEN_DELAY_S:
-                time.sleep(TOKEN_DELAY_S)
+            if is_token(chunk):
+                request.token()
+                time.sleep(SERVING.token_interval)
         self.wfile.write(b'0\r\n\r\n')
         self.wfile.flush()
+
+
+def is_token(chunk):
+    """Whether a streamed chunk carries a generated word (not the role, the finish or the usage)."""
+    if not isinstance(chunk, dict) or not chunk.get('choices'):
+        return False
+    choice = chunk['choices'][0]
+    return bool(choice.get('text') or (choice.get('delta') or {}).get('content'))
 
 
 def stream_chunks(path, whole, include_usage):
@@ -263,6 +267,10 @@ def answer(path, payload, parts):
     content = 'nimstack stand-in: %d ranks answered: %s; checksum %d (%s)' % (
         len(parts), ', '.join('%s (rank %d)' % (p['host'], p['rank']) for p in parts), total,
         STATE.group.contract)
+    # A longer generation when max_tokens asks for more words than the answer has (a load test).
+    wanted = payload.get('max_tokens')
+    if isinstance(wanted, int) and not isinstance(wanted, bool) and wanted > len(content.split()):
+        content += ' ...' * min(wanted - len(content.split()), 4096)
     prompt_tokens = len(payload['prompt'].split())
     completion_tokens = len(content.split())
     now = time.time()

@@ -1,5 +1,6 @@
 """A stand-in leader for the front door's test: health from /run/fake-<port>.down (503 when it
-exists), completions from /run/fake-<port>.fail (503 when it exists), streams when asked."""
+exists), completions from /run/fake-<port>.fail (503 when it exists), streams when asked; NIM's
+load gauges at /v1/metrics with the queue length in /run/fake-<port>.waiting (404 without it)."""
 import json
 import os
 import sys
@@ -27,6 +28,17 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == '/v1/health/ready':
             down = os.path.exists('/run/fake-%d.down' % PORT)
             self.reply(503 if down else 200, {'message': 'down' if down else 'ready'})
+        elif self.path == '/v1/metrics' and os.path.exists('/run/fake-%d.waiting' % PORT):
+            with open('/run/fake-%d.waiting' % PORT) as handle:
+                waiting = int(handle.read().strip() or 0)
+            text = ('num_requests_waiting{model_name="%s"} %d\nnum_requests_running{model_name="%s"} 8\n'
+                    'gpu_cache_usage_perc{model_name="%s"} 0.5\nrequest_success_total{model_name="%s"} %d\n'
+                    % (MODEL, waiting, MODEL, MODEL, MODEL, self.server.counts)).encode()
+            self.send_response(200)
+            self.send_header('Content-Type', 'text/plain; version=0.0.4')
+            self.send_header('Content-Length', str(len(text)))
+            self.end_headers()
+            self.wfile.write(text)
         elif self.path == '/v1/models':
             self.reply(200, {'object': 'list', 'data': [{'id': MODEL}], 'port': PORT})
         else:

@@ -78,9 +78,9 @@ def test_a_front_door_port_that_a_rank_on_its_host_listens_on_is_refused():
     plan = _mixed_plan()
     # d2 is a worker: its sshd port clashes as much as the leader's API port does on d1.
     assert frontend.frontend_problems(plan, {'d2': {'nim_frontend_port': 2222}}) == [
-        frontend.PROBLEM_PORT % ('2222', 'd2', 'ssh', 'ssh', 'dock')]
+        frontend.PROBLEM_PORT % ('nim_frontend_port', '2222', 'd2', 'ssh', 'ssh', 'dock')]
     assert frontend.frontend_problems(plan, {'d1': {'nim_frontend_port': '8000'}}) == [
-        frontend.PROBLEM_PORT % ('8000', 'd1', 'api', 'api', 'dock')]
+        frontend.PROBLEM_PORT % ('nim_frontend_port', '8000', 'd1', 'api', 'api', 'dock')]
     assert frontend.frontend_problems(plan, {'d1': {}}) == []
 
 
@@ -94,9 +94,9 @@ def test_the_defaults_are_the_role_s():
 def test_a_front_door_port_that_the_group_supervisor_on_its_host_listens_on_is_refused():
     plan = _mixed_plan()
     assert frontend.frontend_problems(plan, {'d2': {'nim_frontend_port': 8479}}) == [
-        frontend.PROBLEM_SUPERVISOR_PORT % ('8479', 'd2', 'dock')]
+        frontend.PROBLEM_SUPERVISOR_PORT % ('nim_frontend_port', '8479', 'd2', 'dock')]
     assert frontend.frontend_problems(plan, {'d1': {'nim_frontend_port': 9000, 'nim_group_supervisor_port': '9000'}}) == [
-        frontend.PROBLEM_SUPERVISOR_PORT % ('9000', 'd1', 'dock')]
+        frontend.PROBLEM_SUPERVISOR_PORT % ('nim_frontend_port', '9000', 'd1', 'dock')]
     # The role's own setting wins over the inventory-wide one, as in roles/nim_docker/defaults.
     assert frontend.frontend_problems(plan, {'d1': {'nim_frontend_port': 9000, 'nim_group_supervisor_port': 9000,
                                                     'nim_docker_supervisor_port': 9001}}) == []
@@ -114,3 +114,15 @@ def test_the_supervisor_defaults_are_the_docker_role_s():
         str(frontend.SUPERVISOR_DEFAULTS['nim_group_supervisor']).lower())
     assert defaults['nim_docker_supervisor_port'] == '{{ nim_group_supervisor_port | default(%d) }}' % (
         frontend.SUPERVISOR_DEFAULTS['nim_group_supervisor_port'])
+
+
+def test_the_metrics_port_clashes_like_the_api_port_and_needs_a_port_of_its_own():
+    plan = _mixed_plan()
+    assert frontend.frontend_problems(plan, {'d1': {'nim_frontend_metrics_port': 8000}}) == [
+        frontend.PROBLEM_PORT % ('nim_frontend_metrics_port', '8000', 'd1', 'api', 'api', 'dock')]
+    assert frontend.frontend_problems(plan, {'d2': {'nim_frontend_metrics_port': '8479'}}) == [
+        frontend.PROBLEM_SUPERVISOR_PORT % ('nim_frontend_metrics_port', '8479', 'd2', 'dock')]
+    # Beside no group too: the front door's two listeners.
+    assert frontend.frontend_problems(plan, {'door': {'nim_frontend_port': 9100, 'nim_frontend_metrics_port': 9100}}) == [
+        frontend.PROBLEM_METRICS_PORT % ('9100', 'door')]
+    assert frontend.frontend_problems(plan, {'door': {'nim_frontend_metrics_port': 9100}}) == []

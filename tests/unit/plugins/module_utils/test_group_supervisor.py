@@ -193,3 +193,83 @@ def test_during_a_restart_only_the_started_ranks_must_run():
     assert gs.check_started(HOSTS, ['h2'], reports(h3=None), snapshot)[0] == 'isolated'
     held = {'maintenance': True, 'rank': reps['h3']['rank']}
     assert gs.check_started(HOSTS, ['h2'], reports(h3=held), snapshot)[0] == 'hold'
+
+
+def _samples(text):
+    """{(name, labels): value} of Prometheus text; every sample line must parse."""
+    import re
+    samples = {}
+    for line in text.splitlines():
+        if line.startswith('#'):
+            assert re.match(r'^# (HELP|TYPE) nimstack_group_[a-z_]+ \S', line), line
+            continue
+        match = re.match(r'^([a-z_]+)\{((?:[a-z_]+="(?:[^"\\]|\\.)*",?)*)\} (\d+)$', line)
+        assert match, line
+        labels = tuple(re.findall(r'([a-z_]+)="((?:[^"\\]|\\.)*)"', match.group(2)))
+        samples[(match.group(1), labels)] = int(match.group(3))
+    return samples
+
+
+def test_metrics_one_state_set_restarts_inside_the_window_and_the_budget():
+    now = 10000
+    text = gs.metrics_text('llama', gs.HEALING, [now - 4000, now - 100, now - 5], now, 3, 3600)
+    samples = _samples(text)
+    states = dict((dict(labels)['state'], value) for (name, labels), value in samples.items()
+                  if name == 'nimstack_group_state')
+    assert states == {'starting': 0, 'formed': 0, 'healing': 1, 'failed': 0, 'isolated': 0, 'maintenance': 0}
+    assert samples[('nimstack_group_restarts', (('group', 'llama'),))] == 2
+    assert samples[('nimstack_group_restart_budget', (('group', 'llama'),))] == 3
+    assert text.count('# TYPE nimstack_group_state gauge') == 1 and text.endswith('\n')
+    # An unknown state sets none: nothing claims the group is formed.
+    assert sum(v for (n, _l), v in _samples(gs.metrics_text('g', 'odd', [], now, 1, 60)).items()
+               if n == 'nimstack_group_state') == 0
+
+
+def test_metrics_labels_are_escaped_and_the_file_is_per_group():
+    text = gs.metrics_text('a"b\\c', gs.FORMED, [], 0, 1, 60)
+    assert 'group="a\\"b\\\\c"' in text
+    assert gs.metrics_file('g1') == '/var/lib/prometheus/node-exporter/nimstack_group_g1.prom'
+    assert gs.metrics_file('g1', '/x/') == '/x/nimstack_group_g1.prom'
+
+
+def test_the_leader_writes_its_series_for_node_exporter_and_removes_them_when_stopped(tmp_path):
+    import json
+    import signal
+    import socket
+    import time
+    program = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'roles', 'nim_docker', 'files',
+                           'nimstack_supervisor.py')
+    # A docker that shows one running rank of this group.
+    fake = tmp_path / 'docker'
+    fake.write_text('#!/bin/sh\necho \'%s\'\n' % json.dumps([inspect(cid='h1')]))
+    fake.chmod(0o755)
+    (tmp_path / 'secret').write_text('s3cret\n')
+    metrics = tmp_path / 'textfile'
+    metrics.mkdir()
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        port = sock.getsockname()[1]
+    config = {'group': GROUP, 'self': 'h1', 'leader': 'h1', 'members': [{'host': 'h1', 'address': '127.0.0.1'}],
+              'container': 'nim-default', 'port': port, 'bind': '127.0.0.1', 'api_port': 1, 'interval': 1,
+              'max_restarts': 4, 'state_file': str(tmp_path / 'state.json'), 'logs_dir': str(tmp_path / 'logs'),
+              'secret_file': str(tmp_path / 'secret'), 'metrics_dir': str(metrics)}
+    (tmp_path / 'supervisor.json').write_text(json.dumps(config))
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(gs.__file__), NIMSTACK_SUPERVISOR_DOCKER=str(fake))
+    proc = subprocess.Popen([sys.executable, program, str(tmp_path / 'supervisor.json')], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    path = metrics / ('nimstack_group_%s.prom' % GROUP)
+    try:
+        deadline = time.time() + 20
+        formed = None
+        while time.time() < deadline and not formed:
+            text = path.read_text() if path.exists() else ''
+            formed = _samples(text).get(('nimstack_group_state', (('group', GROUP), ('state', 'formed'))))
+            time.sleep(0.2)
+        assert formed == 1, text
+        assert _samples(text)[('nimstack_group_restart_budget', (('group', GROUP),))] == 4
+        assert oct(path.stat().st_mode & 0o777) == '0o644'
+        assert [p.name for p in metrics.iterdir()] == [path.name]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=20)
+    assert not path.exists()

@@ -1,0 +1,128 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, nimstack maintainers
+# SPDX-License-Identifier: Apache-2.0
+"""The front door's load-aware weights: nimstack-frontend-weights.service.
+
+Usage: nimstack_frontend_weights.py /etc/nimstack/frontend/weights.json
+
+Every interval it reads each leader's /v1/metrics (on the API port the front door already
+reaches: no port is opened on a GPU host) and sets the leader's weight in the front door's HAProxy
+through its runtime API (the admin socket in haproxy.cfg): `set server <backend>/<server> weight
+<n>`. The weights are frontend_weights.py's (the collection's plugins/module_utils/
+frontend_weights.py, installed beside this file). A leader whose metrics cannot be read returns to
+its static weight; when the service stops, every leader does. The weights it set show in the front
+door's own metrics (haproxy_server_weight). Standard library only. Logs go to the journal.
+"""
+
+import json
+import os
+import signal
+import socket
+import sys
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import frontend_weights as fw  # noqa: E402  pylint: disable=wrong-import-position,import-error
+
+
+def log(message, level=6):
+    # systemd reads the <N> prefix as the syslog priority (3 error, 4 warning, 6 info).
+    print('<%d>%s' % (level, message), flush=True)
+
+
+def runtime(socket_path, commands, timeout=2.0):
+    """Send commands to HAProxy's runtime API in one connection; its answer (empty when fine)."""
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.settimeout(timeout)
+    try:
+        conn.connect(socket_path)
+        conn.sendall(';'.join(c.strip() for c in commands).encode('ascii') + b'\n')
+        chunks = []
+        while True:
+            data = conn.recv(4096)
+            if not data:
+                break
+            chunks.append(data)
+        return b''.join(chunks).decode('utf-8', 'replace').strip()
+    finally:
+        conn.close()
+
+
+def read_load(url, timeout):
+    """load_of() of a leader's metrics, or None when they cannot be read or lack the gauges."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            if response.status != 200:
+                return None
+            return fw.load_of(fw.parse_metrics(response.read(1 << 20).decode('utf-8', 'replace')))
+    except (OSError, ValueError):
+        return None
+
+
+class Service(object):
+    def __init__(self, config):
+        settings = config.get('settings') or {}
+        self.socket = config['socket']
+        self.interval = float(settings.get('interval_s') or 1)
+        self.servers = fw.servers_of(config.get('pools'))
+        self.leaders = dict(((s['backend'], s['server']), fw.LeaderWeight(
+            fw.STATIC_WEIGHT, wait_s=settings.get('wait_s'), min_weight=settings.get('min_weight'),
+            kv_threshold=settings.get('kv_threshold'))) for s in self.servers)
+        self.stale = set()
+        self.clock = time.monotonic
+        self.last_error = None
+
+    def tick(self):
+        commands = []
+        for server in self.servers:
+            key = (server['backend'], server['server'])
+            load = read_load(server['metrics_url'], min(self.interval, 5.0))
+            value = self.leaders[key].observe(self.clock(), load)
+            if load is None and key not in self.stale:
+                log('%s/%s: its metrics at %s cannot be read; back to its static weight %d' % (
+                    key[0], key[1], server['metrics_url'], value), 4)
+            if load is None:
+                self.stale.add(key)
+            else:
+                self.stale.discard(key)
+            commands.append(fw.runtime_command(key[0], key[1], value))
+        self.apply(commands)
+
+    def apply(self, commands):
+        try:
+            answer = runtime(self.socket, commands)
+            error = answer or None
+        except OSError as exc:
+            error = 'the runtime API at %s: %s' % (self.socket, exc)
+        if error != self.last_error:
+            log(error or 'weights set through %s' % self.socket, 4 if error else 6)
+            self.last_error = error
+
+    def restore(self):
+        """Every leader back to its static weight."""
+        self.apply([fw.runtime_command(s['backend'], s['server'], fw.STATIC_WEIGHT) for s in self.servers])
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit('usage: nimstack_frontend_weights.py WEIGHTS_JSON')
+    with open(sys.argv[1]) as handle:
+        service = Service(json.load(handle))
+    log('load-aware weights of %d leader(s) every %g s' % (len(service.servers), service.interval))
+
+    def stop(_signum, _frame):
+        service.restore()
+        log('stopped; every leader back to its static weight %d' % fw.STATIC_WEIGHT)
+        sys.exit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    while True:
+        started = time.monotonic()
+        service.tick()
+        time.sleep(max(0.0, service.interval - (time.monotonic() - started)))
+
+
+if __name__ == '__main__':
+    main()

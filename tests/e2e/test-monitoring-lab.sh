@@ -1,0 +1,224 @@
+#!/usr/bin/env bash
+# The bare-metal monitoring (role monitoring, docs/monitoring.md) on a 3-host lab of its own: a
+# Docker group of two (mpi, PP 2, its supervisors on) on hosts 1 and 2; host 3 is the monitoring
+# host (inventory group nim_monitoring, monitoring_mode server) and the front door (nim_frontend):
+#   1. one site.yml: the group serves, node exporter runs on its hosts, Prometheus and Alertmanager
+#      from Debian's packages run on host 3 with the collection's configuration (validated by
+#      promtool and amtool on the way); a re-run of playbooks/monitoring.yml changes nothing;
+#   2. Prometheus scrapes through the written file_sd targets, and within a bounded wait every
+#      target is up: jobs nim, nimstack_supervisor, node and haproxy. Job dcgm has no target: the
+#      lab has no GPU (the DCGM exporter runs only where the driver lists GPUs), and the test says so;
+#   3. a query of the group's NIM series returns series with the group, model, rank and role labels,
+#      and the supervisor's nimstack_group_state says formed;
+#   4. the dashboards and the alert rules the role wrote name only metrics the live Prometheus has
+#      (tests/monitoring/check_dashboards.py --prometheus), DCGM's from its catalogue
+#      (tests/monitoring/served/dcgm.txt);
+#   5. `docker kill` of the worker's container: NIMGroupNotServing fires (its `for:` shortened to
+#      monitoring_alert_thresholds' not_serving_for), Alertmanager has it (/api/v2/alerts), the
+#      supervisor heals the group without Ansible and the alert resolves in both; the times
+#      kill -> firing -> received -> resolved are printed as a JSON line;
+#   6. playbooks/teardown.yml removes what the role made (its directory, drop-ins, the
+#      collection's node exporter) and leaves the distribution's packages.
+# Every wait is bounded.
+#
+#   tests/e2e/test-monitoring-lab.sh
+#   LAB_KEEP=1 tests/e2e/test-monitoring-lab.sh     leave the lab up for a look
+#   LAB_REUSE=1 tests/e2e/test-monitoring-lab.sh    the lab such a run left
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$repo"
+# A lab of its own, so that it can run beside make test's labs.
+export NIMSTACK_LAB_PREFIX=${NIMSTACK_LAB_PREFIX:-nimstack-mon}
+export NIMSTACK_LAB_SUBNET=${NIMSTACK_LAB_SUBNET:-172.30.88.0/24}
+export NIMSTACK_LAB_DIR=${NIMSTACK_LAB_DIR:-$repo/build/lab-mon}
+logs=build/monitoring-lab-test
+mkdir -p "$logs"
+# shellcheck source=tests/e2e/lib-lab-test.sh
+source "$repo/tests/e2e/lib-lab-test.sh"
+
+group=mon
+load_s=${MONITORING_LOAD_S:-10}
+g_leader=$prefix-1 g_worker=$prefix-2 mon_host=$prefix-3
+now() { date +%s.%N; }
+since() { python3 -c 'import sys; print("%.1f" % (float(sys.argv[2]) - float(sys.argv[1])))' "$1" "$(now)"; }
+
+trap '[[ -n "${LAB_KEEP:-}" ]] || lab_down >/dev/null 2>&1 || true' EXIT
+
+step "fresh 3-host lab, model source and stand-in image archive"
+lab_fresh build/standin/nim-standin.tar 3
+
+# The lab's inventory puts every host in nim_nodes; host 3 moves to nim_monitoring and
+# nim_frontend (a host of no deployment group), the connection settings to all.
+lab_group_vars=("nim_group_supervisor: true")
+python3 - "$inventory" "$NIMSTACK_LAB_DIR/monitoring-hosts.yml" "$mon_host" <<'EOF'
+import sys
+import yaml
+src, dest, mon = sys.argv[1:]
+with open(src) as handle:
+    inv = yaml.safe_load(handle)
+nodes = inv['all']['children']['nim_nodes']
+host = nodes['hosts'].pop(mon)
+inv['all']['vars'] = nodes.pop('vars')
+inv['all']['children']['nim_monitoring'] = {'hosts': {mon: host}}
+inv['all']['children']['nim_frontend'] = {'hosts': {mon: None}}
+with open(dest, 'w') as handle:
+    yaml.safe_dump(inv, handle, default_flow_style=False)
+EOF
+inventory=$NIMSTACK_LAB_DIR/monitoring-hosts.yml
+{
+  echo "all:"
+  echo "  hosts:"
+  lab_group "$group" mpi "$load_s" "$g_leader" "$g_worker"
+  echo "  children:"
+  echo "    nim_monitoring:"
+  echo "      vars:"
+  echo "        monitoring_scrape_interval: 5s"
+  echo "        monitoring_evaluation_interval: 5s"
+  echo "        monitoring_alertmanager_group_wait: 1s"
+  echo "        monitoring_alertmanager_group_interval: 5s"
+  echo "        monitoring_alert_thresholds:"
+  echo "          not_serving_for: 10s"
+} >"$NIMSTACK_LAB_DIR/monitoring.yml"
+play_args+=(-i "$NIMSTACK_LAB_DIR/monitoring.yml")
+
+mon_addr=$(lab_addr "$mon_host")
+prom=http://$mon_addr:9090
+am=http://$mon_addr:9093
+# A Prometheus API query ($1 path and query string), its JSON on stdout.
+papi() { curl -fsS --max-time 5 "$prom/api/v1/$1"; }
+
+t=$(now)
+step "site.yml: group $group (mpi, 2 hosts, supervisors on), $mon_host monitoring (server) and front door"
+play_ok "$logs/site.log"
+echo "   site.yml: $(since "$t") s"
+probe_ready "$g_leader" || fail "group $group does not serve after site.yml"
+for h in "$g_leader" "$g_worker"; do
+  on "$h" systemctl is-active --quiet prometheus-node-exporter || fail "$h: node exporter is not active"
+done
+for s in prometheus prometheus-alertmanager; do
+  on "$mon_host" systemctl is-active --quiet "$s" || fail "$mon_host: $s is not active"
+done
+on "$mon_host" systemctl show -p ExecStart prometheus | grep -q -- "--config.file=/etc/prometheus/nimstack/prometheus.yml" \
+  || fail "prometheus does not run with the collection's configuration"
+
+step "a re-run of playbooks/monitoring.yml changes nothing"
+PLAYBOOK=playbooks/monitoring.yml play_ok "$logs/monitoring-2.log"
+changed=$(recap changed "$logs/monitoring-2.log")
+((changed == 0)) || { grep -B3 '^changed:' "$logs/monitoring-2.log" | head -30; fail "the re-run changed $changed"; }
+
+step "every target Prometheus has from the written files is up"
+t=$(now) t_end=$((SECONDS + 90))
+while :; do
+  papi targets >"$logs/targets.json" 2>/dev/null || true
+  summary=$(python3 - "$logs/targets.json" <<'EOF'
+import json, sys
+try:
+    targets = json.load(open(sys.argv[1]))['data']['activeTargets']
+except (ValueError, KeyError):
+    targets = []
+jobs = {}
+for t in targets:
+    jobs.setdefault(t['labels']['job'], []).append(t)
+want = ('nim', 'nimstack_supervisor', 'node', 'haproxy')
+ok = all(jobs.get(j) for j in want) and all(t['health'] == 'up' for t in targets)
+parts = []
+for job, ts in sorted(jobs.items()):
+    each = ['%s %s%s' % (t['labels'].get('instance'), t['health'], ' (%s)' % t['lastError'] if t.get('lastError') else '')
+            for t in ts]
+    parts.append('%s: %s' % (job, ', '.join(each)))
+missing = [j for j in want if not jobs.get(j)]
+print(('ok ' if ok else 'wait ') + '; '.join(parts) + ('; no target yet: ' + ', '.join(missing) if missing else ''))
+EOF
+)
+  [[ $summary == ok* ]] && break
+  ((SECONDS < t_end)) || fail "not every target up within 90 s: ${summary#wait }"
+  sleep 2
+done
+echo "   all up after $(since "$t") s: ${summary#ok }"
+dcgm=$(python3 -c 'import json, sys; print(sum(t["labels"]["job"] == "dcgm" for t in json.load(open(sys.argv[1]))["data"]["activeTargets"]))' "$logs/targets.json")
+((dcgm == 0)) || fail "job dcgm has $dcgm target(s) on a lab without GPUs"
+on "$mon_host" test -f /etc/prometheus/nimstack/targets/dcgm.json || fail "no targets/dcgm.json written"
+echo "   job dcgm: no target (the lab has no GPU; the DCGM exporter runs only where the driver lists GPUs)"
+
+step "the group's series carry the group and model labels"
+papi 'query?query=num_requests_running%7Bjob%3D%22nim%22%2Cgroup%3D%22'"$group"'%22%7D' >"$logs/query-nim.json"
+python3 - "$logs/query-nim.json" "$group" <<'EOF' || fail "no NIM series with the group and model labels (see $logs/query-nim.json)"
+import json, sys
+result = json.load(open(sys.argv[1]))['data']['result']
+assert result, 'no series'
+for series in result:
+    labels = series['metric']
+    assert labels.get('group') == sys.argv[2], labels
+    # model is the plan's served model name (the front door's); model_name the NIM's own label.
+    assert labels.get('model'), labels
+    assert labels.get('role') == 'leader' and labels.get('rank') == '0', labels
+    print('   num_requests_running%s = %s' % (json.dumps(labels, sort_keys=True), series['value'][1]))
+EOF
+t=$(now) t_end=$((SECONDS + 60))
+until papi 'query?query=nimstack_group_state%7Bgroup%3D%22'"$group"'%22%2Cstate%3D%22formed%22%7D%3D%3D1' 2>/dev/null \
+    | python3 -c 'import json, sys; sys.exit(0 if json.load(sys.stdin)["data"]["result"] else 1)'; do
+  ((SECONDS < t_end)) || fail "nimstack_group_state{group=\"$group\",state=\"formed\"} is not 1 within 60 s"
+  sleep 2
+done
+echo "   nimstack_group_state{group=\"$group\",state=\"formed\"} = 1 (after $(since "$t") s)"
+
+step "the dashboards and the rules name only metrics the live Prometheus has (DCGM's from its catalogue)"
+on "$mon_host" cat /etc/prometheus/nimstack/rules/nimstack.yml >"$logs/nimstack-rules.yml"
+on "$mon_host" sh -c 'ls /etc/prometheus/nimstack/dashboards/*.json' >"$logs/dashboards.txt"
+[[ -s $logs/dashboards.txt ]] || fail "the role wrote no dashboard"
+mkdir -p "$logs/dashboards"
+while read -r f; do on "$mon_host" cat "$f" >"$logs/dashboards/$(basename "$f")"; done <"$logs/dashboards.txt"
+"$repo/.venv/bin/python" tests/monitoring/check_dashboards.py --prometheus "$prom" \
+  --served tests/monitoring/served/dcgm.txt --rules "$logs/nimstack-rules.yml" "$logs"/dashboards/*.json \
+  || fail "a dashboard or rule names a metric the live Prometheus does not have"
+
+# Prometheus's alerts for the group: "firing", "pending" or "" (none).
+alert_state() {
+  papi alerts 2>/dev/null | python3 -c 'import json, sys
+states = [a["state"] for a in json.load(sys.stdin)["data"]["alerts"]
+          if a["labels"].get("alertname") == "NIMGroupNotServing" and a["labels"].get("group") == sys.argv[1]]
+print("firing" if "firing" in states else (states[0] if states else ""))' "$group" || echo "?"
+}
+# Whether Alertmanager holds the alert for the group as active.
+am_has() {
+  curl -fsS --max-time 5 "$am/api/v2/alerts?active=true&silenced=false&inhibited=false" 2>/dev/null | python3 -c 'import json, sys
+sys.exit(0 if any(a["labels"].get("alertname") == "NIMGroupNotServing" and a["labels"].get("group") == sys.argv[1]
+                  and a["status"]["state"] == "active" for a in json.load(sys.stdin)) else 1)' "$group"
+}
+[[ -z $(alert_state) ]] || fail "NIMGroupNotServing is $(alert_state) before any kill"
+
+step "docker kill of the worker's container: NIMGroupNotServing fires, Alertmanager has it, the heal resolves it"
+t0=$(now)
+on "$g_worker" docker kill "nim-$group" >/dev/null
+firing='' received='' resolved='' am_resolved='' served='' t_end=$((SECONDS + 300))
+while [[ -z $am_resolved ]]; do
+  ((SECONDS < t_end)) || fail "within 300 s of the kill: firing=${firing:-never} received=${received:-never} resolved=${resolved:-never} (Prometheus says '$(alert_state)')"
+  state=$(alert_state)
+  [[ -z $firing && $state == firing ]] && { firing=$(since "$t0"); echo "   firing in Prometheus $firing s after the kill"; }
+  if [[ -n $firing && -z $received ]] && am_has; then received=$(since "$t0"); echo "   received by Alertmanager $received s after the kill"; fi
+  [[ -z $served ]] && probe_ready "$g_leader" 2 && [[ -n $firing ]] && { served=$(since "$t0"); echo "   the group serves again $served s after the kill (no Ansible run)"; }
+  if [[ -n $received && -z $resolved && -z $state ]]; then resolved=$(since "$t0"); echo "   resolved in Prometheus $resolved s after the kill"; fi
+  if [[ -n $resolved ]] && ! am_has; then am_resolved=$(since "$t0"); echo "   resolved in Alertmanager $am_resolved s after the kill"; fi
+  sleep 1
+done
+probe_ready "$g_leader" || fail "group $group does not serve after the alert resolved"
+on "$g_leader" journalctl -u "nimstack-supervisor@$group" --no-pager -o cat >"$logs/journal-$group.log"
+grep -q "restarting the whole group" "$logs/journal-$group.log" || fail "the supervisor's journal does not say it restarted the group"
+printf '{"test": "monitoring_alert", "alert": "NIMGroupNotServing", "for": "10s", "scrape_interval": "5s", "kill_to_firing_s": %s, "kill_to_received_s": %s, "kill_to_serving_s": %s, "kill_to_resolved_s": %s, "kill_to_am_resolved_s": %s}\n' \
+  "$firing" "$received" "${served:-null}" "$resolved" "$am_resolved"
+
+step "teardown.yml removes what the role made, and only that"
+PLAYBOOK=playbooks/teardown.yml play_ok "$logs/teardown.log"
+on "$mon_host" test ! -e /etc/prometheus/nimstack || fail "$mon_host: /etc/prometheus/nimstack is left"
+on "$mon_host" test ! -e /etc/systemd/system/prometheus.service.d/nimstack.conf || fail "$mon_host: the Prometheus drop-in is left"
+on "$mon_host" test -f /etc/prometheus/prometheus.yml || fail "$mon_host: the distribution's prometheus.yml went"
+for h in "$g_leader" "$g_worker"; do
+  ! on "$h" sh -c 'ls /var/lib/prometheus/node-exporter/nimstack_group_*.prom' >/dev/null 2>&1 || fail "$h: a supervisor textfile is left"
+done
+echo "   nothing of the role's left on $mon_host; the distribution's files stay"
+
+if [[ -z "${LAB_KEEP:-}" ]]; then
+  step "lab down"
+  lab_down_clean
+fi
+echo "test-monitoring-lab.sh: passed in $((SECONDS - t_start)) s"
