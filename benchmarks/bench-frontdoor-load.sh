@@ -17,13 +17,13 @@
 #   BENCH_CLIENTS=16 BENCH_SECONDS=60 benchmarks/bench-frontdoor-load.sh
 #   LAB_KEEP=1 benchmarks/bench-frontdoor-load.sh     leave the lab up (LAB_REUSE=1 takes it again)
 #
-# Its own lab (NIMSTACK_LAB_PREFIX, default nimstack-fd on 172.30.87.0/24), torn down at the end
+# Its own lab (NIMSTACK_LAB_PREFIX, default nimstack-fd on 172.30.88.0/24), torn down at the end
 # unless LAB_KEEP=1.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 export NIMSTACK_LAB_PREFIX=${NIMSTACK_LAB_PREFIX:-nimstack-fd}
-export NIMSTACK_LAB_SUBNET=${NIMSTACK_LAB_SUBNET:-172.30.87.0/24}
+export NIMSTACK_LAB_SUBNET=${NIMSTACK_LAB_SUBNET:-172.30.88.0/24}
 export NIMSTACK_LAB_DIR=${NIMSTACK_LAB_DIR:-$repo/build/lab-fd}
 export PATH=$repo/.venv/bin:$PATH
 out=build/bench/frontdoor-load
