@@ -583,3 +583,18 @@ def test_monitoring_off_renders_no_monitoring_object(renders):
     render = renders['lws-monitoring-off']
     assert render.rc == 0, render.output[-4000:]
     assert not [path for path in render.paths() if 'PodMonitor' in path or 'PrometheusRule' in path]
+
+
+def test_turning_monitoring_off_removes_the_rendered_monitoring_files_only(workdir):
+    first = run_render(workdir, 'monitoring-toggle', 'lws', {})
+    assert first.rc == 0, first.output[-4000:]
+    rule = '_namespaces/nim/PrometheusRule-nimstack-nim-alerts.yaml'
+    assert rule in first.paths() and 'default/PodMonitor-nim-default-metrics.yaml' in first.paths()
+    # A rule file of someone else's beside ours: not the collection's to remove.
+    theirs = os.path.join(first.root, '_namespaces', 'nim', 'PrometheusRule-team.yaml')
+    with open(theirs, 'w') as handle:
+        handle.write('apiVersion: monitoring.coreos.com/v1\nkind: PrometheusRule\n')
+    off = run_render(workdir, 'monitoring-toggle', 'lws', {'nim_k8s_monitoring': False})
+    assert off.rc == 0, off.output[-4000:]
+    assert not [path for path in off.paths() if 'PodMonitor' in path or path == rule]
+    assert '_namespaces/nim/PrometheusRule-team.yaml' in off.paths()
