@@ -48,8 +48,8 @@ def test_objects_by_backend_and_launch_in_the_order_they_are_applied():
     assert _kinds(group_spec(_group(nim_launch_contract='ray'), dict(LWS, nim_k8s_pvc_name='models'))) == [
         'LeaderWorkerSet', 'Service', 'PodMonitor']
     assert _kinds(group_spec(_group(), OPERATOR)) == ['NIMService', 'PodMonitor']
-    assert _kinds(group_spec(_group(), dict(OPERATOR, nim_k8s_storage='nimcache'))) == ['NIMCache', 'NIMService',
-                                                                                         'PodMonitor']
+    assert _kinds(group_spec(_group(), dict(OPERATOR, nim_k8s_storage='nimcache'))) == [
+        'NIMCache', 'NIMService', 'PodMonitor']
     # Monitoring off (a string, as an inventory may give it): no PodMonitor on either backend.
     for backend in (LWS, OPERATOR):
         assert 'PodMonitor' not in _kinds(group_spec(_group(), dict(backend, nim_k8s_monitoring='false')))
