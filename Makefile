@@ -9,7 +9,7 @@ COLLECTION_LINK := build/collections/ansible_collections/nimstack/multinode
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: test static labs deps link lint units k8s build-check sanity bad-inputs molecule molecule-nvidia molecule-others lab-test standin-test docker-path-test contracts-test docs-check awx-test doctor-test security-test supervisor-test rollout-test security-rollout-test k8s-cluster k8s-cluster-down k8s-live-test k8s-live-lws-test k8s-live-operator-test lab lab-down clean
+.PHONY: test static labs deps link lint units k8s build-check sanity bad-inputs monitoring-test molecule molecule-nvidia molecule-others lab-test standin-test docker-path-test contracts-test docs-check awx-test doctor-test security-test supervisor-test rollout-test security-rollout-test k8s-cluster k8s-cluster-down k8s-live-test k8s-live-lws-test k8s-live-operator-test lab lab-down clean
 
 test: deps static labs
 
@@ -53,6 +53,13 @@ sanity: deps
 # in the output, a user's own file in the render directory kept. Two cases at a time.
 bad-inputs: deps
 	$(PY) tests/e2e/test-bad-inputs.py
+
+# The alert rules through promtool (Debian's, fetched once without installing the package): check,
+# a firing and a quiet case per alert, every case, each threshold nudged failing the cases; the
+# committed dashboards equal to scripts/dashboards.py's output; every metric the dashboards and the
+# rules name served by some target (tests/monitoring/test-monitoring.sh). No lab.
+monitoring-test: deps
+	tests/monitoring/test-monitoring.sh
 
 # Roles on real systemd hosts (Docker, built locally): molecule per role, then the lab end to end.
 molecule: deps

@@ -14,8 +14,9 @@ What the expressions read (docs/operations.md, "The monitoring picture"):
   ``nimstack_group_restarts{group}``, ``nimstack_group_restart_budget{group}``
   (roles/nim_docker/files/nimstack_supervisor.py; its states: group_supervisor.STATES);
 - job ``haproxy``: the front door's native exporter; since HAProxy 2.4 ``haproxy_server_status``
-  is one series per state, ``state="UP"`` being 1 while the server is up (haproxy/haproxy issue
-  1029, addons/promex); backends are ``frontend.backend_name(model)``, servers ``group_<group>``;
+  is one series per state, ``state="UP"`` being 1 while the server is up
+  (addons/promex/service-prometheus.c); backends are ``frontend.backend_name(model)``, servers
+  ``group_<group>``;
 - job ``dcgm``: dcgm-exporter's ``DCGM_FI_DEV_XID_ERRORS`` (the last XID a GPU reported, 0 for
   none) and ``DCGM_FI_DEV_GPU_TEMP`` (degrees C), labels ``gpu``, ``UUID``, ``modelName``,
   ``Hostname`` (NVIDIA/dcgm-exporter, etc/default-counters.csv).
@@ -28,6 +29,7 @@ No Ansible imports.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import math
 import numbers
 import re
 
@@ -116,7 +118,7 @@ def threshold_problems(thresholds):
                 problems.append('alert threshold %s=%r must be longer than 0s' % (key, value))
         elif key in _RANGES:
             low, low_in, high, high_in, accepted = _RANGES[key]
-            if isinstance(value, bool) or not isinstance(value, numbers.Real) or value != value:
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or math.isnan(value):
                 problems.append('alert threshold %s=%r is not a number: %s' % (key, value, accepted))
             elif value < low or value > high or (value == low and not low_in) or (value == high and not high_in):
                 problems.append('alert threshold %s=%r is out of range: %s' % (key, value, accepted))
@@ -154,8 +156,10 @@ def _num(value):
 
 
 def _host():
-    """The host of a DCGM series: dcgm-exporter's Hostname label, else the scrape instance."""
-    return '{{ with $labels.Hostname }}{{ . }}{{ else }}{{ $labels.instance }}{{ end }}'
+    """The host of a DCGM series: dcgm-exporter's Hostname label (hostname in releases after
+    4.5.3-4.8.2), else the scrape instance."""
+    return ('{{ with $labels.Hostname }}{{ . }}{{ else }}{{ with $labels.hostname }}{{ . }}{{ else }}'
+            '{{ $labels.instance }}{{ end }}{{ end }}')
 
 
 _GROUP_MODEL = ('group {{ $labels.group }}{{ with $labels.model }} (model {{ . }}){{ end }}'

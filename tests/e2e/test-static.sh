@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The quick static checks of `make test`, before any lab: ansible-lint beside units, build-check,
-# sanity and docs-check (about 4 minutes each side; together 276 s in a clean-clone run, where
-# one after the other took about 8 minutes). The render tests and the bad inputs are static too,
-# but long: they run as a stream of their own beside the labs (tests/e2e/test-labs.sh).
+# sanity, docs-check and the monitoring checks (about 4 minutes each side; together 276 s in a
+# clean-clone run, where one after the other took about 8 minutes; the monitoring checks, promtool
+# over the alert rules and the dashboards' check, add about 20 s). The render tests and the bad
+# inputs are static too, but long: they run as a stream of their own beside the labs
+# (tests/e2e/test-labs.sh).
 # The step that runs beside the others keeps its output in build/static/<step>.log, printed when it
 # ends. Exits non-zero naming every step that failed.
 #
@@ -41,6 +43,6 @@ pair() {
   echo "== $aside beside $*: $((SECONDS - t)) s for all of them"
 }
 
-pair lint units build-check sanity docs-check
+pair lint units build-check sanity docs-check monitoring-test
 ((${#failed[@]} == 0)) || { echo "test-static.sh: FAILED: ${failed[*]}" >&2; exit 1; }
 echo "test-static.sh: every static step passed"
