@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, nimstack maintainers
 # SPDX-License-Identifier: Apache-2.0
-"""Filters k8s_groups, k8s_problems, k8s_capacity_groups, k8s_group_specs and k8s_references of the role nim_k8s
+"""Filters k8s_groups, k8s_problems, k8s_capacity_groups, k8s_group_specs, k8s_alert_rule and k8s_references of the role nim_k8s
 (docs in the .yml files)."""
 
 from __future__ import absolute_import, division, print_function
@@ -52,6 +52,14 @@ def k8s_group_specs(plan, settings, header=None):
     return specs
 
 
+def k8s_alert_rule(plan, settings):
+    try:
+        rule = k8s_objects.alert_rule(_plan('k8s_alert_rule', plan), _settings('k8s_alert_rule', settings))
+    except k8s_objects.K8sObjectsError as exc:
+        raise AnsibleFilterError('k8s_alert_rule: %s' % exc)
+    return [rule] if rule else []
+
+
 def k8s_references(objects):
     if not isinstance(objects, list) or not all(isinstance(o, dict) and isinstance(o.get('metadata'), dict) for o in objects):
         raise AnsibleFilterError('k8s_references: expects a list of Kubernetes objects, got %r' % (objects,))
@@ -67,5 +75,6 @@ class FilterModule(object):
             'k8s_problems': k8s_problems,
             'k8s_capacity_groups': k8s_capacity_groups,
             'k8s_group_specs': k8s_group_specs,
+            'k8s_alert_rule': k8s_alert_rule,
             'k8s_references': k8s_references,
         }

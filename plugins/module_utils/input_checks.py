@@ -883,6 +883,10 @@ RULES = {
     'nim_k8s_service_monitor': _mapping(),
     'nim_k8s_router': _mapping(),
     'nim_k8s_compute_domain': _string(),
+    'nim_k8s_monitoring': _bool(),
+    'nim_k8s_monitoring_labels': _mapping(),
+    'nim_k8s_monitoring_interval': _string(),
+    'nim_k8s_alert_thresholds': _mapping(),
     'nim_k8s_probe_period': _int_check(1, 3600),
     'nim_k8s_smoke_timeout': _int_check(1, _DAY),
     # The components (roles lws, nim_operator, volcano), installed from the controller

@@ -25,8 +25,9 @@ import math
 import posixpath
 import re
 
-from ansible_collections.nimstack.multinode.plugins.module_utils import k8s_preflight
-from ansible_collections.nimstack.multinode.plugins.module_utils.driver_plan import as_int
+from ansible_collections.nimstack.multinode.plugins.module_utils import k8s_preflight, nim_alerts
+from ansible_collections.nimstack.multinode.plugins.module_utils.frontend import served_model
+from ansible_collections.nimstack.multinode.plugins.module_utils.driver_plan import as_bool, as_int
 from ansible_collections.nimstack.multinode.plugins.module_utils.k8s_operator import template_safe_labels
 
 # The role's settings the objects read, with the role's defaults (roles/nim_k8s/defaults/main.yml):
@@ -67,6 +68,17 @@ SHM_MOUNT = '/dev/shm'
 RAY_WORKER_PROBE = {'exec': {'command': ['/bin/sh', '-c', 'ray status']},
                     'initialDelaySeconds': 30, 'periodSeconds': 10, 'timeoutSeconds': 5, 'failureThreshold': 3}
 _WHOLE = re.compile(r'^[0-9]+$')
+# The Prometheus Operator's API (prometheus-operator v0.85.0, example/prometheus-operator-crd) and the
+# CRD each kind of it needs: without them in the cluster the role skips those objects and says so.
+MONITORING_API = 'monitoring.coreos.com/v1'
+MONITORING_CRDS = {'PodMonitor': 'podmonitors.monitoring.coreos.com',
+                   'PrometheusRule': 'prometheusrules.monitoring.coreos.com'}
+# The scrape job of the leaders' /v1/metrics and the labels every target carries, as on bare metal
+# (docs/operations.md, the monitoring picture): the alert rules select job="nim" and read them.
+METRICS_JOB = 'nim'
+METRICS_PATH = '/v1/metrics'
+# The one PrometheusRule of a deployment (the same alert groups as bare metal's rule file).
+ALERTS_NAME = 'nimstack-nim-alerts'
 
 
 class K8sObjectsError(Exception):
@@ -434,6 +446,34 @@ def _service(g):
                      'ports': [{'name': 'api', 'port': g.api_port, 'targetPort': 'api', 'protocol': 'TCP'}]}}
 
 
+def _relabel(target, value):
+    return {'action': 'replace', 'targetLabel': target, 'replacement': value}
+
+
+def _pod_monitor(g):
+    """Prometheus scrapes each leader's /v1/metrics (worker index 0 of every LWS group: the workers
+    of a multi-node NIM serve no HTTP), under job nim with the group's labels, as bare metal's
+    file_sd targets carry them. The pods are found by LWS's own labels, on the group's
+    LeaderWorkerSet or on the one the NIM Operator builds for the NIMService, so one object serves
+    both backends. The operator's own ServiceMonitor (nim_k8s_service_monitor) scrapes the same
+    endpoint under the Service's name as job, without these labels."""
+    s = g.s
+    settings = g.group.get('settings') or {}
+    model = served_model(settings.get('nim_image') or g.group['image'], settings.get('nim_frontend_model'))
+    endpoint = {'port': 'api', 'path': METRICS_PATH,
+                'relabelings': [_relabel('job', METRICS_JOB), _relabel('group', g.group['name']),
+                                _relabel('model', model), _relabel('rank', '0'), _relabel('role', 'leader')]}
+    if s['nim_k8s_monitoring_interval']:
+        endpoint['interval'] = s['nim_k8s_monitoring_interval']
+    labels = dict(s['nim_k8s_monitoring_labels'], **g.labels)
+    return {'apiVersion': MONITORING_API, 'kind': 'PodMonitor', 'metadata': g.metadata(g.name + '-metrics', labels),
+            'spec': {'selector': {'matchLabels': {
+                'leaderworkerset.sigs.k8s.io/name': k8s_preflight.lws_name(g.group, s),
+                'leaderworkerset.sigs.k8s.io/worker-index': '0'}},
+                'namespaceSelector': {'matchNames': [g.namespace]},
+                'podMetricsEndpoints': [endpoint]}}
+
+
 def group_spec(group, settings):
     """What the role applies for one Kubernetes group of the plan and the names its waits read:
     {objects, cache_name, pvc, service, ssh_secret, ssh_key_dir, labels, startup_budget}."""
@@ -453,6 +493,8 @@ def group_spec(group, settings):
             objects.append(_mpi_start_script(g))
     if lws:
         objects += [_leaderworkerset(g), _service(g)]
+    if as_bool(s['nim_k8s_monitoring']):
+        objects.append(_pod_monitor(g))
     return {'objects': objects, 'cache_name': g.cache_name, 'pvc': g.pvc, 'service': g.service,
             'ssh_secret': g.ssh_secret, 'ssh_key_dir': g.ssh_key_dir, 'labels': g.labels, 'startup_budget': g.startup_budget}
 
@@ -463,3 +505,26 @@ def group_specs(plan, settings):
     groups = (plan or {}).get('groups') or {}
     return dict((name, group_spec(groups[name], settings)) for name in sorted(groups)
                 if groups[name].get('mode') == 'kubernetes' and groups[name].get('valid'))
+
+
+def alert_rule(plan, settings):
+    """The PrometheusRule of the deployment: the alert groups of nim_alerts.rule_groups() (the
+    same as bare metal's rule file), with nim_k8s_alert_thresholds. One for all groups, in the first
+    of their namespaces by name: its expressions cover every group, so a second copy would evaluate
+    each alert twice. None when monitoring is off or no group is built."""
+    s = _settings(settings)
+    specs = group_specs(plan, s)
+    if not as_bool(s['nim_k8s_monitoring']) or not specs:
+        return None
+    groups = (plan or {}).get('groups') or {}
+    namespace = sorted(groups[name]['k8s']['namespace'] for name in specs)[0]
+    try:
+        rules = nim_alerts.rule_groups(s['nim_k8s_alert_thresholds'] or None)
+    except nim_alerts.AlertConfigError as exc:
+        raise K8sObjectsError('nim_k8s_alert_thresholds: %s' % exc)
+    labels = dict(s['nim_k8s_monitoring_labels'], **{
+        'app.kubernetes.io/name': 'nim', 'app.kubernetes.io/part-of': 'nimstack',
+        'app.kubernetes.io/managed-by': 'nimstack.multinode', 'nimstack.multinode/component': 'alerts'})
+    return {'apiVersion': MONITORING_API, 'kind': 'PrometheusRule',
+            'metadata': {'name': ALERTS_NAME, 'namespace': namespace, 'labels': labels},
+            'spec': {'groups': rules}}

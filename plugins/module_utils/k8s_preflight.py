@@ -15,6 +15,8 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.nimstack.multinode.plugins.module_utils import nim_alerts
+
 SCHEDULERS = ('default', 'volcano', 'kai')
 RESTART_POLICIES = ('RecreateGroupOnPodRestart', 'RecreateGroupAfterStart', 'None')
 # A Kubernetes label key: an optional DNS-subdomain prefix and a name of up to 63 characters.
@@ -44,6 +46,11 @@ OPERATOR_ONLY = (
     ('nim_k8s_router', 'spec.expose.router', ('hostDomainName', 'annotations', 'ingress', 'gateway')),
     ('nim_k8s_compute_domain', 'spec.multiNode.computeDomain', ()),
 )
+# A Prometheus duration as the Prometheus Operator's CRDs take one (its Duration type's pattern,
+# monitoring.coreos.com_podmonitors.yaml of prometheus-operator v0.85.0).
+PROM_DURATION_RE = re.compile(r'^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$')
+# The label keys the collection marks what it makes with: a selector label must not replace them.
+OWN_LABEL_PREFIXES = ('app.kubernetes.io/', 'nimstack.multinode/')
 # A ComputeDomain to use by name (a DNS subdomain), or `create` for one per NIMService.
 COMPUTE_DOMAIN_RE = re.compile(r'^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$')
 
@@ -79,6 +86,14 @@ PROBLEM_OPERATOR_ONLY = ('%s is a NIMService setting (%s), but nim_k8s_backend=l
 PROBLEM_OPERATOR_KEYS = '%s: %s not among the keys of %s (%s)'
 PROBLEM_COMPUTE_DOMAIN = ('nim_k8s_compute_domain=%s must be empty (none), create (the operator makes one per '
                           'NIMService) or the name of an existing ComputeDomain (a DNS subdomain)')
+PROBLEM_MONITORING_INTERVAL = ("nim_k8s_monitoring_interval=%s is not a Prometheus duration of more than 0 (such as "
+                               "30s, 1m or 1m30s; empty leaves it to the Prometheus's global scrape interval)")
+PROBLEM_MONITORING_LABELS = 'nim_k8s_monitoring_labels must be a mapping of label keys to values, got %s'
+PROBLEM_MONITORING_LABEL = ('nim_k8s_monitoring_labels: %s=%s is not a Kubernetes label (a key such as release or '
+                            'example.com/team, a value of up to 63 letters, digits, -, _ and .)')
+PROBLEM_MONITORING_OWN_LABEL = ('nim_k8s_monitoring_labels: %s is a key of the labels the collection marks its '
+                                'objects with (app.kubernetes.io/*, nimstack.multinode/*); choose another key')
+PROBLEM_ALERT_THRESHOLDS = 'nim_k8s_alert_thresholds: %s'
 PROBLEM_MODE = "group '%s' was planned for nim_deployment_mode=%s; plan it with deployment_mode: kubernetes"
 PROBLEM_CONTRACT = ("group '%s': nim_launch_contract=%s is not supported by nim_k8s_backend=nim_operator "
                     "(its spec.multiNode knows mpi and ray); use nim_k8s_backend=lws")
@@ -109,6 +124,10 @@ SETTING_DEFAULTS = {
     'nim_k8s_service_monitor': {},
     'nim_k8s_router': {},
     'nim_k8s_compute_domain': '',
+    'nim_k8s_monitoring': True,
+    'nim_k8s_monitoring_labels': {},
+    'nim_k8s_monitoring_interval': '30s',
+    'nim_k8s_alert_thresholds': {},
 }
 
 
@@ -179,11 +198,37 @@ def settings_problems(settings):
     domain = s['nim_k8s_compute_domain']
     if domain not in ('', None) and not _matches(COMPUTE_DOMAIN_RE, domain):
         problems.append(PROBLEM_COMPUTE_DOMAIN % (domain,))
+    problems.extend(monitoring_problems(s))
     if s['nim_k8s_backend'] == 'nim_operator':
         for var, default in LWS_ONLY_DEFAULTS:
             value = s[var] if var == 'nim_k8s_restart_policy' else _text(s[var])
             if value != default:
                 problems.append(PROBLEM_LWS_ONLY % (var, value, default))
+    return problems
+
+
+def monitoring_problems(settings):
+    """The problems of the monitoring settings (the PodMonitors' labels and interval, the alert
+    thresholds of the PrometheusRule); checked whether monitoring is on or not, so that turning it
+    on never meets a mistake made earlier."""
+    s = _settings(settings)
+    problems = []
+    interval = s['nim_k8s_monitoring_interval']
+    if interval not in ('', None) and not (_matches(PROM_DURATION_RE, interval) and re.search('[1-9]', _text(interval))):
+        problems.append(PROBLEM_MONITORING_INTERVAL % (interval,))
+    labels = s['nim_k8s_monitoring_labels']
+    if not isinstance(labels, dict):
+        problems.append(PROBLEM_MONITORING_LABELS % (type(labels).__name__,))
+        labels = {}
+    for key in sorted(labels, key=_text):
+        value = labels[key]
+        if not (isinstance(key, str) and LABEL_KEY_RE.match(key) and _matches(LABEL_VALUE_RE, value)
+                and isinstance(value, str)):
+            problems.append(PROBLEM_MONITORING_LABEL % (key, value))
+        elif key.startswith(OWN_LABEL_PREFIXES):
+            problems.append(PROBLEM_MONITORING_OWN_LABEL % (key,))
+    problems.extend(PROBLEM_ALERT_THRESHOLDS % problem
+                    for problem in nim_alerts.threshold_problems(s['nim_k8s_alert_thresholds']))
     return problems
 
 

@@ -208,6 +208,13 @@ FOREIGN = [
 ]
 
 
+# A PrometheusRule of someone else's in the same namespace (where the Prometheus Operator's CRDs are served).
+FOREIGN_MONITORING = [
+    {'apiVersion': 'monitoring.coreos.com/v1', 'kind': 'PrometheusRule', 'metadata': {'name': 'team-rules', 'namespace': NS},
+     'spec': {'groups': [{'name': 'team', 'rules': [{'alert': 'TeamDown', 'expr': 'up{job="team"} == 0'}]}]}},
+]
+
+
 def group_pods(group):
     return items('pods', selector='leaderworkerset.sigs.k8s.io/name=nim-%s' % group)
 
@@ -331,8 +338,60 @@ def check_groups(label, groups, plan):
 def ours(namespace=NS):
     """Objects the collection made (its label) in the namespace, by kind/name."""
     kinds = 'leaderworkersets,configmaps,secrets,services,persistentvolumeclaims,pods,statefulsets'
+    if monitoring_served():
+        kinds += ',podmonitors,prometheusrules'
     found = items(kinds, namespace=namespace, selector=MANAGED)
     return sorted('%s/%s' % (o['kind'], o['metadata']['name']) for o in found)
+
+
+MONITORING_CRDS = ('podmonitors.monitoring.coreos.com', 'prometheusrules.monitoring.coreos.com')
+# What the role says when the cluster has no Prometheus Operator CRDs (roles/nim_k8s/tasks/preflight.yml).
+MONITORING_SKIPPED = ('nim_k8s_monitoring: the cluster has no CRD %s (the Prometheus Operator\'s, '
+                      'monitoring.coreos.com/v1)' % ', '.join(MONITORING_CRDS))
+
+
+def monitoring_served():
+    return all(kubectl('get', 'crd', crd, parse=False, check_rc=False).returncode == 0 for crd in MONITORING_CRDS)
+
+
+def install_monitoring_crds():
+    """The Prometheus Operator's CRDs, from the cluster build's cache (tests/cluster/build.sh,
+    share/crds, keyed by its version): what a cluster with a Prometheus Operator serves."""
+    t = time.monotonic()
+    for name in sorted(os.listdir(os.path.join(CACHE, 'share', 'crds'))):
+        if name.startswith('monitoring.coreos.com_'):
+            kubectl('apply', '--server-side', '-f', os.path.join(CACHE, 'share', 'crds', name), parse=False)
+    kubectl('wait', '--for=condition=Established', '--timeout=60s', *['crd/' + c for c in MONITORING_CRDS], parse=False)
+    return time.monotonic() - t
+
+
+def check_monitoring(label, groups, lws_name, play):
+    """Each group's PodMonitor selects its leader pod alone (worker index 0 of the LeaderWorkerSet that
+    runs it) and relabels the contract's labels in; one PrometheusRule holds the nine alerts; the run
+    did not say it skipped them."""
+    check('nim_k8s_monitoring: the cluster has no CRD' not in play.output, '%s: the run skipped monitoring: %s' % (label, play.log))
+    for group in groups:
+        monitor = kubectl('get', 'podmonitor', 'nim-%s-metrics' % group, '-n', NS, '-o', 'json')
+        selector = monitor['spec']['selector']['matchLabels']
+        pods = items('pods', selector='leaderworkerset.sigs.k8s.io/name=%s' % lws_name(group))
+        selected = sorted(p['metadata']['name'] for p in pods
+                          if all(p['metadata']['labels'].get(k) == v for k, v in selector.items()))
+        check(len(pods) == 2 and selected == ['%s-0' % lws_name(group)],
+              '%s: PodMonitor nim-%s-metrics selects %s of %s' % (label, group, selected, [p['metadata']['name'] for p in pods]))
+        endpoint = monitor['spec']['podMetricsEndpoints'][0]
+        relabelled = {r['targetLabel']: r.get('replacement') for r in endpoint['relabelings']}
+        check(relabelled.get('job') == 'nim' and relabelled.get('group') == group and relabelled.get('role') == 'leader'
+              and endpoint['path'] == '/v1/metrics' and endpoint['port'] == 'api'
+              and monitor['metadata']['labels'].get('app.kubernetes.io/managed-by') == 'nimstack.multinode',
+              '%s: PodMonitor nim-%s-metrics %s' % (label, group, monitor))
+    rules = items('prometheusrules', selector=MANAGED)
+    alerts = sorted(r['alert'] for rule in rules for g in rule['spec']['groups'] for r in g['rules'])
+    check(len(rules) == 1 and len(alerts) == 9, '%s: PrometheusRules of ours %s with alerts %s'
+          % (label, [r['metadata']['name'] for r in rules], alerts))
+    SUMMARY.setdefault('monitoring', {})[label] = {'podmonitors': len(groups), 'alerts': len(alerts)}
+    say('   %s: PodMonitor per group selecting its leader alone (%s), job nim with group/model/rank/role; '
+        'PrometheusRule %s with %d alerts' % (label, ', '.join('%s-0' % lws_name(g) for g in groups),
+                                              rules[0]['metadata']['name'], len(alerts)))
 
 
 def no_key_anywhere(label, outputs):
@@ -396,6 +455,16 @@ def stage_lws(tmp):
     plays.append(play)
     SUMMARY['seconds_to_ready']['mpi_first_run'] = play.seconds
     check_groups('mpi', groups, plan)
+    if not monitoring_served():
+        # No Prometheus Operator: the run names the CRDs it lacks and what it skipped, and goes on.
+        line = next((l for l in play.output.splitlines() if 'nim_k8s_monitoring: the cluster has no CRD' in l), '')
+        # The output callback folds long messages: read it with its whitespace joined.
+        joined = ' '.join(play.output.split())
+        check(MONITORING_SKIPPED in joined and 'skipped and the deployment goes on' in joined
+              and joined.count(MONITORING_SKIPPED) == 1,
+              'mpi: not one message about the missing monitoring CRDs: %s' % play.log)
+        SUMMARY.setdefault('monitoring', {})['skipped_without_crds'] = line.strip()[:300]
+        say('   without the Prometheus Operator\'s CRDs: %s' % line.strip().strip('"')[:200])
     before = uids(groups)
 
     say('== --check --diff of a changed setting: shown, not applied')
@@ -413,6 +482,12 @@ def stage_lws(tmp):
     # the log level the dry run above showed, so it proves that a change is applied too (every
     # pod of both groups replaced, the run returning on the new pods).
     for contract in ('ray', 'leader_address'):
+        if contract == 'leader_address' and not OWN:
+            # From here on the cluster serves the Prometheus Operator's CRDs: the next run makes the
+            # monitoring objects, the re-run below leaves them alone, the teardown removes them.
+            seconds = install_monitoring_crds()
+            SUMMARY['seconds_to_ready']['monitoring_crds'] = round(seconds, 1)
+            say('== the Prometheus Operator\'s CRDs installed (%.1f s)' % seconds)
         say('== %s: the running groups switched contract' % contract)
         inv = inventory(os.path.join(tmp, '%s.yml' % contract), contract, {'alpha': 2, 'beta': 2}, nim_log_level='DEBUG')
         plan = rendered(inv, {})
@@ -420,6 +495,8 @@ def stage_lws(tmp):
         plays.append(play)
         SUMMARY['seconds_to_ready'][contract] = play.seconds
         check_groups(contract, groups, plan)
+        if monitoring_served():
+            check_monitoring(contract, groups, lambda group: 'nim-%s' % group, play)
         left = [o for o in ours() if o.endswith('-mpi-config') or o.endswith('-ssh-pk')]
         check(not left, '%s: objects of the mpi contract are left: %s' % (contract, left))
         say('   nothing of mpi left (hostfile ConfigMaps, SSH key Secrets)')
@@ -447,7 +524,7 @@ def stage_lws(tmp):
     no_key_anywhere('secrets', plays)
 
     say('== teardown: ours removed, a LeaderWorkerSet and a ConfigMap of someone else survive')
-    foreign = FOREIGN
+    foreign = FOREIGN + (FOREIGN_MONITORING if monitoring_served() else [])
     for obj in foreign:
         kubectl('apply', '-f', '-', stdin=json.dumps(obj), parse=False)
     inv = os.path.join(tmp, 'leader_address.yml')
@@ -460,7 +537,8 @@ def stage_lws(tmp):
     again = Play('teardown-again', inv, {'nim_k8s_state': 'absent', 'nim_k8s_keep_storage': False})
     SUMMARY['changed']['teardown_again'] = again.changed
     check(again.changed == 0, 'a second teardown changed %d' % again.changed)
-    say('   %d objects of ours left; team-config and team-lws survive; second teardown changed=0' % len(left))
+    say('   %d objects of ours left; %s survive; second teardown changed=0'
+        % (len(left), ', '.join(o['metadata']['name'] for o in foreign)))
 
     if OWN:
         return
@@ -472,7 +550,7 @@ def stage_lws(tmp):
     say('   CRD leaderworkersets.leaderworkerset.x-k8s.io and team-lws still there; lws-system empty')
     # Someone else's objects have made their point: gone, so that the stages after this one find the
     # cluster as they would alone (a pod of team-lws would keep exclusive-topology groups off its rack).
-    for obj in FOREIGN:
+    for obj in foreign:
         kubectl('delete', obj['kind'].lower(), obj['metadata']['name'], '-n', NS, '--wait=true', '--timeout=120s',
                 parse=False)
 
@@ -995,6 +1073,8 @@ def stage_operator(tmp):
         plays.append(play)
         SUMMARY['seconds_to_ready'][label] = play.seconds
         check_operator_groups(label, contract, groups)
+        if monitoring_served():
+            check_monitoring(label, groups, lambda group: 'nim-%s-lws' % group, play)
         fidelity(contract, groups, docker_plan(contract, groups, {}))
 
         before = operator_uids(groups)
@@ -1041,7 +1121,7 @@ def stage_operator(tmp):
 
         no_key_anywhere(label, plays)
         say('== %s: teardown while the operator runs' % label)
-        foreign = FOREIGN + [
+        foreign = FOREIGN + (FOREIGN_MONITORING if monitoring_served() else []) + [
             {'apiVersion': 'apps.nvidia.com/v1alpha1', 'kind': 'NIMService',
              'metadata': {'name': 'team-nim', 'namespace': NS},
              'spec': {'image': {'repository': 'nvcr.io/nim/team/model', 'tag': '1.0.0'}, 'authSecret': 'team-ngc',

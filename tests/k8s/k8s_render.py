@@ -32,6 +32,8 @@ DEEPSEEK_R1 = {
 RACK = 'topology.kubernetes.io/rack'
 VOLCANO = {'nim_k8s_scheduler': 'volcano', 'nim_k8s_volcano_queue': 'nim-inference', 'nim_k8s_exclusive_topology': RACK}
 KAI = {'nim_k8s_scheduler': 'kai', 'nim_k8s_kai_queue': 'team-a', 'nim_k8s_exclusive_topology': 'nvidia.com/gpu.clique'}
+MONITORING = {'nim_k8s_monitoring_labels': {'release': 'prometheus'}, 'nim_k8s_monitoring_interval': '1m',
+              'nim_k8s_alert_thresholds': {'kv_cache_fraction': 0.95}}
 LWS_MANIFEST = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'fixtures', 'lws-manifests-trimmed.txt')
 
 # name -> (backend, extra vars). The example inventory is TP 8 / PP 2 of Llama 3.1 405B fp8.
@@ -73,6 +75,10 @@ SCENARIOS = {
         'nim_k8s_compute_domain': 'create', 'nim_k8s_priority_class': 'nim-serving'}),
     'operator-compute-domain-name': ('nim_operator', {'nim_k8s_compute_domain': 'gb200-rack-1'}),
     'lws-digest': ('lws', {'nim_image_tag': 'sha256:' + 'ab' * 32}),
+    # Monitoring (on by default): the selector's label, the interval and a threshold from the inventory.
+    'lws-monitoring': ('lws', MONITORING),
+    'operator-monitoring': ('nim_operator', MONITORING),
+    'lws-monitoring-off': ('lws', {'nim_k8s_monitoring': False}),
     # The manifest install of LWS with gang scheduling, from a local copy of the release manifest.
     'lws-volcano-file': ('lws', dict(VOLCANO, lws_install_method='file', lws_manifest_file=LWS_MANIFEST)),
 }

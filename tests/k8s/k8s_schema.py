@@ -26,6 +26,8 @@ CRD_FILES = {
     ('apps.nvidia.com', 'NIMService'): 'apps.nvidia.com_nimservices.yaml',
     ('apps.nvidia.com', 'NIMCache'): 'apps.nvidia.com_nimcaches.yaml',
     ('leaderworkerset.x-k8s.io', 'LeaderWorkerSet'): 'leaderworkerset.x-k8s.io_leaderworkersets.yaml',
+    ('monitoring.coreos.com', 'PodMonitor'): 'monitoring.coreos.com_podmonitors.yaml',
+    ('monitoring.coreos.com', 'PrometheusRule'): 'monitoring.coreos.com_prometheusrules.yaml',
 }
 
 

@@ -2,6 +2,7 @@
 
 import base64
 import copy
+import importlib.util
 import os
 import shutil
 import stat
@@ -10,7 +11,19 @@ import pytest
 import yaml
 
 from k8s_render import DEEPSEEK_R1, FAKE_NGC_KEY, SCENARIOS, run_render
-from k8s_schema import Invalid, validate
+from k8s_schema import REPO, Invalid, validate
+
+
+def _module(path):
+    """A module of the collection that imports nothing of it (this suite runs without the collection
+    on sys.path: the playbooks find it through their own collections path)."""
+    spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], os.path.join(REPO, path))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+nim_alerts = _module('plugins/module_utils/nim_alerts.py')
 
 LWS_SCENARIOS = sorted(name for name, (backend, _extra) in SCENARIOS.items() if backend == 'lws')
 OPERATOR_SCENARIOS = sorted(name for name, (backend, _extra) in SCENARIOS.items() if backend == 'nim_operator')
@@ -67,7 +80,12 @@ def test_every_deployment_group_gets_its_own_objects(renders):
     for obj in manifests.values():
         validate(obj)
     assert sorted(path for path in manifests if path.startswith('_namespaces/')) == [
-        '_namespaces/nim-r1/Namespace-nim-r1.yaml', '_namespaces/nim/Namespace-nim.yaml']
+        '_namespaces/nim-r1/Namespace-nim-r1.yaml', '_namespaces/nim/Namespace-nim.yaml',
+        # One PrometheusRule for both groups, in the first namespace by name: a copy per namespace
+        # would evaluate every alert twice.
+        '_namespaces/nim/PrometheusRule-nimstack-nim-alerts.yaml']
+    assert sorted(path for path in manifests if '/PodMonitor-' in path) == [
+        'llama/PodMonitor-nim-llama-metrics.yaml', 'r1/PodMonitor-nim-r1-metrics.yaml']
     llama = render.load('llama/LeaderWorkerSet-nim-llama.yaml')
     r1 = render.load('r1/LeaderWorkerSet-nim-r1.yaml')
     assert llama['metadata']['namespace'] == 'nim'
@@ -86,9 +104,11 @@ def test_file_layout_of_the_lws_backend(renders):
         '_cluster/lws/install.yaml',
         '_cluster/lws/values.yaml',
         '_namespaces/nim/Namespace-nim.yaml',
+        '_namespaces/nim/PrometheusRule-nimstack-nim-alerts.yaml',
         'default/ConfigMap-nim-default-mpi-config.yaml',
         'default/LeaderWorkerSet-nim-default.yaml',
         'default/PersistentVolumeClaim-nim-default-model-store.yaml',
+        'default/PodMonitor-nim-default-metrics.yaml',
         'default/Service-nim-default-api.yaml',
     ]
 
@@ -102,7 +122,9 @@ def test_file_layout_of_the_operator_backend(renders):
         '_cluster/nim-operator/install.yaml',
         '_cluster/nim-operator/values.yaml',
         '_namespaces/nim/Namespace-nim.yaml',
+        '_namespaces/nim/PrometheusRule-nimstack-nim-alerts.yaml',
         'default/NIMService-nim-default.yaml',
+        'default/PodMonitor-nim-default-metrics.yaml',
     ]
 
 
@@ -527,3 +549,52 @@ def test_the_operator_puts_the_nimservice_node_selector_on_the_pods_unchanged(re
     for obj in renders[name].manifests().values():
         if obj['kind'] == 'NIMCache':
             assert obj['spec']['nodeSelector'] == {'nvidia.com/gpu.present': 'true'}
+
+
+@pytest.mark.parametrize('name, lws_name', [('lws-monitoring', 'nim-default'), ('operator-monitoring', 'nim-default-lws')])
+def test_monitoring_objects_on_both_backends(renders, name, lws_name):
+    render = renders[name]
+    assert render.rc == 0, render.output[-4000:]
+    monitor = render.load('default/PodMonitor-nim-default-metrics.yaml')
+    validate(monitor)
+    assert monitor['metadata']['labels']['release'] == 'prometheus'
+    assert monitor['spec']['selector']['matchLabels'] == {'leaderworkerset.sigs.k8s.io/name': lws_name,
+                                                          'leaderworkerset.sigs.k8s.io/worker-index': '0'}
+    endpoint, = monitor['spec']['podMetricsEndpoints']
+    assert (endpoint['port'], endpoint['path'], endpoint['interval']) == ('api', '/v1/metrics', '1m')
+    assert dict((r['targetLabel'], r['replacement']) for r in endpoint['relabelings']) == {
+        'job': 'nim', 'group': 'default', 'model': 'meta/llama-3.1-405b-instruct', 'rank': '0', 'role': 'leader'}
+    rule = render.load('_namespaces/nim/PrometheusRule-nimstack-nim-alerts.yaml')
+    validate(rule)
+    assert rule['metadata']['labels']['release'] == 'prometheus'
+    rules = dict((r['alert'], r) for g in rule['spec']['groups'] for r in g['rules'])
+    assert sorted(rules) == sorted(nim_alerts.ALERTS)
+    # The threshold of the inventory, not the default.
+    assert rule['spec']['groups'] == nim_alerts.rule_groups({'kv_cache_fraction': 0.95})
+    # What the pods are labelled with, on the lws backend, is what the PodMonitor's labels come from
+    # too: the leader template of our LeaderWorkerSet is the leader's (LWS adds the worker index).
+    if name == 'lws-monitoring':
+        leader = render.load('default/LeaderWorkerSet-nim-default.yaml')['spec']['leaderWorkerTemplate']['leaderTemplate']
+        assert leader['metadata']['labels']['nimstack.multinode/role'] == 'leader'
+        assert {'name': 'api', 'containerPort': 8000, 'protocol': 'TCP'} in leader['spec']['containers'][0]['ports']
+
+
+def test_monitoring_off_renders_no_monitoring_object(renders):
+    render = renders['lws-monitoring-off']
+    assert render.rc == 0, render.output[-4000:]
+    assert not [path for path in render.paths() if 'PodMonitor' in path or 'PrometheusRule' in path]
+
+
+def test_turning_monitoring_off_removes_the_rendered_monitoring_files_only(workdir):
+    first = run_render(workdir, 'monitoring-toggle', 'lws', {})
+    assert first.rc == 0, first.output[-4000:]
+    rule = '_namespaces/nim/PrometheusRule-nimstack-nim-alerts.yaml'
+    assert rule in first.paths() and 'default/PodMonitor-nim-default-metrics.yaml' in first.paths()
+    # A rule file of someone else's beside ours: not the collection's to remove.
+    theirs = os.path.join(first.root, '_namespaces', 'nim', 'PrometheusRule-team.yaml')
+    with open(theirs, 'w') as handle:
+        handle.write('apiVersion: monitoring.coreos.com/v1\nkind: PrometheusRule\n')
+    off = run_render(workdir, 'monitoring-toggle', 'lws', {'nim_k8s_monitoring': False})
+    assert off.rc == 0, off.output[-4000:]
+    assert not [path for path in off.paths() if 'PodMonitor' in path or path == rule]
+    assert '_namespaces/nim/PrometheusRule-team.yaml' in off.paths()

@@ -2,8 +2,9 @@
 # Copyright: (c) 2026, nimstack maintainers
 # SPDX-License-Identifier: Apache-2.0
 """The bad-input suite (tests/bad_inputs/cases.yml) covers every public variable of the front door,
-the group supervisor, rolling changes, monitoring, the secrets group, the registry, LWS, Volcano/KAI and the
-operator: a refused case sets it to a mistaken value and expects the failure to name it.
+the group supervisor, rolling changes, monitoring, the secrets group, the registry, LWS, Volcano/KAI,
+the operator and the Kubernetes monitoring: a refused case sets it to a mistaken value and expects
+the failure to name it.
 
 The variables are read from the roles' argument_specs and defaults, so a variable added to one of
 these families without a case fails here, not in a user's run.
@@ -37,6 +38,7 @@ FAMILIES = {
     'monitoring': [('monitoring', None), ('nim_firewall', r'monitoring')],
     'operator': [('nim_operator', None),
                  ('nim_k8s', r'backend|^nim_k8s_storage$|cache_profiles|cache_timeout|service_monitor|router|compute_domain')],
+    'Kubernetes monitoring': [('nim_k8s', r'monitoring|alert_thresholds')],
 }
 
 # The public variables of these families that no inventory sets, so no case can: the playbooks hand

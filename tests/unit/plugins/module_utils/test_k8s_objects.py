@@ -9,7 +9,7 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.nimstack.multinode.plugins.module_utils import k8s_objects
+from ansible_collections.nimstack.multinode.plugins.module_utils import k8s_objects, nim_alerts
 from ansible_collections.nimstack.multinode.plugins.module_utils.k8s_objects import K8sObjectsError, group_spec, group_specs
 from ansible_collections.nimstack.multinode.plugins.module_utils.nim_plan import build_plan
 from ansible_collections.nimstack.multinode.tests.unit.models import LLAMA_405B
@@ -40,14 +40,80 @@ def _pods(spec):
 
 
 def test_objects_by_backend_and_launch_in_the_order_they_are_applied():
-    assert _kinds(group_spec(_group(), LWS)) == ['PersistentVolumeClaim', 'ConfigMap', 'LeaderWorkerSet', 'Service']
+    assert _kinds(group_spec(_group(), LWS)) == ['PersistentVolumeClaim', 'ConfigMap', 'LeaderWorkerSet', 'Service',
+                                                 'PodMonitor']
     assert _kinds(group_spec(_group(), dict(LWS, nim_k8s_mpi_start_script='#!/bin/sh\n'))) == [
-        'PersistentVolumeClaim', 'ConfigMap', 'ConfigMap', 'LeaderWorkerSet', 'Service']
+        'PersistentVolumeClaim', 'ConfigMap', 'ConfigMap', 'LeaderWorkerSet', 'Service', 'PodMonitor']
     # No hostfile under ray; a claim the site names is not ours to make.
     assert _kinds(group_spec(_group(nim_launch_contract='ray'), dict(LWS, nim_k8s_pvc_name='models'))) == [
-        'LeaderWorkerSet', 'Service']
-    assert _kinds(group_spec(_group(), OPERATOR)) == ['NIMService']
-    assert _kinds(group_spec(_group(), dict(OPERATOR, nim_k8s_storage='nimcache'))) == ['NIMCache', 'NIMService']
+        'LeaderWorkerSet', 'Service', 'PodMonitor']
+    assert _kinds(group_spec(_group(), OPERATOR)) == ['NIMService', 'PodMonitor']
+    assert _kinds(group_spec(_group(), dict(OPERATOR, nim_k8s_storage='nimcache'))) == [
+        'NIMCache', 'NIMService', 'PodMonitor']
+    # Monitoring off (a string, as an inventory may give it): no PodMonitor on either backend.
+    for backend in (LWS, OPERATOR):
+        assert 'PodMonitor' not in _kinds(group_spec(_group(), dict(backend, nim_k8s_monitoring='false')))
+
+
+def _pod_monitor(spec):
+    return [obj for obj in spec['objects'] if obj['kind'] == 'PodMonitor'][0]
+
+
+@pytest.mark.parametrize('backend, lws_name', [(LWS, 'nim-default'), (OPERATOR, 'nim-default-lws')])
+def test_the_pod_monitor_scrapes_the_leaders_with_the_contract_labels(backend, lws_name):
+    group = _group(nim_image='nvcr.io/nim/meta/llama-3.1-405b-instruct')
+    monitor = _pod_monitor(group_spec(group, dict(backend, nim_k8s_monitoring_labels={'release': 'prometheus'},
+                                                  nim_k8s_monitoring_interval='15s')))
+    assert monitor['apiVersion'] == 'monitoring.coreos.com/v1'
+    assert monitor['metadata']['name'] == 'nim-default-metrics'
+    # Ours (the mark every object of the group carries) and the Prometheus selector's label.
+    assert monitor['metadata']['labels']['app.kubernetes.io/managed-by'] == 'nimstack.multinode'
+    assert monitor['metadata']['labels']['nimstack.multinode/group'] == 'default'
+    assert monitor['metadata']['labels']['release'] == 'prometheus'
+    # The leader of each LWS group (worker index 0) of the LeaderWorkerSet that runs the group:
+    # ours, or the one the operator builds for the NIMService.
+    assert monitor['spec']['selector'] == {'matchLabels': {'leaderworkerset.sigs.k8s.io/name': lws_name,
+                                                           'leaderworkerset.sigs.k8s.io/worker-index': '0'}}
+    assert monitor['spec']['namespaceSelector'] == {'matchNames': [group['k8s']['namespace']]}
+    endpoint, = monitor['spec']['podMetricsEndpoints']
+    assert (endpoint['port'], endpoint['path'], endpoint['interval']) == ('api', '/v1/metrics', '15s')
+    labels = dict((r['targetLabel'], r['replacement']) for r in endpoint['relabelings'])
+    assert labels == {'job': 'nim', 'group': 'default', 'model': 'meta/llama-3.1-405b-instruct', 'rank': '0',
+                      'role': 'leader'}
+    # Written as the API server returns it (the action defaulted), so a re-apply changes nothing.
+    assert all(r['action'] == 'replace' for r in endpoint['relabelings'])
+
+
+def test_the_pod_monitor_names_the_model_the_group_serves():
+    group = _group(nim_frontend_model='llama-405b')
+    endpoint, = _pod_monitor(group_spec(group, LWS))['spec']['podMetricsEndpoints']
+    assert {'targetLabel': 'model', 'replacement': 'llama-405b', 'action': 'replace'} in endpoint['relabelings']
+    # No interval: the Prometheus's global one.
+    endpoint, = _pod_monitor(group_spec(group, dict(LWS, nim_k8s_monitoring_interval='')))['spec']['podMetricsEndpoints']
+    assert 'interval' not in endpoint
+
+
+def test_one_alert_rule_for_the_deployment_with_the_bare_metal_alert_groups():
+    nodes = [{'host': 'gpu-%d' % i, 'address': '10.0.0.%d' % (11 + i), 'group': group,
+              'settings': dict(LLAMA_405B, nim_k8s_namespace=namespace)}
+             for i, (group, namespace) in enumerate([('beta', 'nim-b'), ('beta', 'nim-b'), ('alpha', 'nim-z'),
+                                                     ('alpha', 'nim-z')])]
+    plan = build_plan(nodes, deployment_mode='kubernetes')
+    assert plan['valid'], plan['errors']
+    rule = k8s_objects.alert_rule(plan, dict(LWS, nim_k8s_monitoring_labels={'release': 'kps'},
+                                             nim_k8s_alert_thresholds={'kv_cache_fraction': 0.8}))
+    assert (rule['apiVersion'], rule['kind']) == ('monitoring.coreos.com/v1', 'PrometheusRule')
+    # The first namespace by name, whichever group comes first.
+    assert (rule['metadata']['namespace'], rule['metadata']['name']) == ('nim-b', 'nimstack-nim-alerts')
+    assert rule['metadata']['labels']['release'] == 'kps'
+    assert rule['metadata']['labels']['nimstack.multinode/component'] == 'alerts'
+    assert rule['spec']['groups'] == nim_alerts.rule_groups({'kv_cache_fraction': 0.8})
+    assert rule['spec']['groups'] != nim_alerts.rule_groups()
+    alerts = [r['alert'] for g in rule['spec']['groups'] for r in g['rules']]
+    assert sorted(alerts) == sorted(nim_alerts.ALERTS)
+    assert k8s_objects.alert_rule(plan, dict(LWS, nim_k8s_monitoring=False)) is None
+    with pytest.raises(K8sObjectsError, match='nim_k8s_alert_thresholds: .*kv_cache_fraction'):
+        k8s_objects.alert_rule(plan, dict(LWS, nim_k8s_alert_thresholds={'kv_cache_fraction': 2}))
 
 
 def test_the_pods_mount_what_the_plan_s_launch_mounts_where_it_mounts_it():

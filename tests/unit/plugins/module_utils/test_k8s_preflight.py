@@ -276,3 +276,32 @@ def test_a_kai_queue_must_be_a_label_value(queue):
 def test_a_volcano_queue_must_be_an_object_name(queue):
     assert k8s_problems(_plan(), dict(LWS, nim_k8s_scheduler='volcano', nim_k8s_volcano_queue=queue)) == [
         k8s_preflight.PROBLEM_VOLCANO_QUEUE_NAME % queue]
+
+
+@pytest.mark.parametrize('interval, ok', [('30s', True), ('1m30s', True), ('', True), ('0', False), ('0s', False),
+                                          ('30', False), ('half a minute', False), (30, False)])
+def test_the_scrape_interval_is_a_prometheus_duration(interval, ok):
+    problems = k8s_problems(_plan(), dict(LWS, nim_k8s_monitoring_interval=interval))
+    assert problems == ([] if ok else [k8s_preflight.PROBLEM_MONITORING_INTERVAL % (interval,)])
+
+
+def test_the_monitoring_labels_are_labels_and_not_the_collection_s_own():
+    labels = {'release': 'prometheus', 'example.com/team': 'inference', 'bad key': 'x', 'tier': 'a b',
+              'app.kubernetes.io/managed-by': 'helm', 'count': 3}
+    assert k8s_problems(_plan(), dict(LWS, nim_k8s_monitoring_labels=labels)) == [
+        k8s_preflight.PROBLEM_MONITORING_OWN_LABEL % 'app.kubernetes.io/managed-by',
+        k8s_preflight.PROBLEM_MONITORING_LABEL % ('bad key', 'x'),
+        k8s_preflight.PROBLEM_MONITORING_LABEL % ('count', 3),
+        k8s_preflight.PROBLEM_MONITORING_LABEL % ('tier', 'a b'),
+    ]
+    assert k8s_problems(_plan(), dict(LWS, nim_k8s_monitoring_labels=['release'])) == [
+        k8s_preflight.PROBLEM_MONITORING_LABELS % 'list']
+
+
+def test_the_alert_thresholds_are_checked_by_the_alert_rules_own_rules():
+    problems = k8s_problems(_plan(), dict(OPERATOR, nim_k8s_alert_thresholds={'kv_cache_fraction': 1.5,
+                                                                              'no_such_knob': 1}))
+    assert len(problems) == 2
+    assert all(p.startswith('nim_k8s_alert_thresholds: alert threshold ') for p in problems)
+    assert 'kv_cache_fraction' in problems[0] and 'no_such_knob' in problems[1]
+    assert k8s_problems(_plan(), dict(OPERATOR, nim_k8s_alert_thresholds={'kv_cache_fraction': 0.95})) == []
