@@ -46,9 +46,6 @@ OPERATOR_ONLY = (
     ('nim_k8s_router', 'spec.expose.router', ('hostDomainName', 'annotations', 'ingress', 'gateway')),
     ('nim_k8s_compute_domain', 'spec.multiNode.computeDomain', ()),
 )
-# A Prometheus duration as the Prometheus Operator's CRDs take one (its Duration type's pattern,
-# monitoring.coreos.com_podmonitors.yaml of prometheus-operator v0.85.0).
-PROM_DURATION_RE = re.compile(r'^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$')
 # The label keys the collection marks what it makes with: a selector label must not replace them.
 OWN_LABEL_PREFIXES = ('app.kubernetes.io/', 'nimstack.multinode/')
 # A ComputeDomain to use by name (a DNS subdomain), or `create` for one per NIMService.
@@ -214,7 +211,9 @@ def monitoring_problems(settings):
     s = _settings(settings)
     problems = []
     interval = s['nim_k8s_monitoring_interval']
-    if interval not in ('', None) and not (_matches(PROM_DURATION_RE, interval) and re.search('[1-9]', _text(interval))):
+    # A Prometheus duration (the Prometheus Operator's Duration pattern, monitoring.coreos.com_podmonitors.yaml
+    # of prometheus-operator v0.85.0, is the same grammar), and not a zero one.
+    if interval not in ('', None) and not (_matches(nim_alerts.DURATION_RE, interval) and re.search('[1-9]', _text(interval))):
         problems.append(PROBLEM_MONITORING_INTERVAL % (interval,))
     labels = s['nim_k8s_monitoring_labels']
     if not isinstance(labels, dict):

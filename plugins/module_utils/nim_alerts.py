@@ -82,7 +82,7 @@ DEFAULTS = {
     'runbook_base': DEFAULT_RUNBOOK_BASE,
 }
 
-_DURATION_RE = re.compile(r'^(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?$')
+DURATION_RE = re.compile(r'^(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?$')
 _DURATION_KEYS = tuple(k for k in DEFAULTS if k.endswith('_for') or k.endswith('_window'))
 # key -> (low, low inclusive, high, high inclusive, what is accepted)
 _RANGES = {
@@ -111,7 +111,7 @@ def threshold_problems(thresholds):
         if key not in DEFAULTS:
             problems.append('alert threshold %r is unknown; known: %s' % (key, ', '.join(sorted(DEFAULTS))))
         elif key in _DURATION_KEYS:
-            if not isinstance(value, str) or not value or not _DURATION_RE.match(value):
+            if not isinstance(value, str) or not value or not DURATION_RE.match(value):
                 problems.append("alert threshold %s=%r is not a Prometheus duration (such as '30s', '5m', '1h30m')"
                                 % (key, value))
             elif key.endswith('_window') and duration_seconds(value) == 0:
@@ -134,7 +134,7 @@ def threshold_problems(thresholds):
 
 def duration_seconds(text):
     """Seconds of a Prometheus duration ('1h30m' -> 5400.0)."""
-    match = _DURATION_RE.match(text)
+    match = DURATION_RE.match(text)
     if not match or not text:
         raise ValueError('not a Prometheus duration: %r' % (text,))
     units = (365 * 86400, 7 * 86400, 86400, 3600, 60, 1, 0.001)
