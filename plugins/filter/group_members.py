@@ -44,6 +44,11 @@ def docker_rollout_waves(plan, play_hosts, hostvars, max_unavailable_groups=1, c
         raise AnsibleFilterError('docker_rollout_waves: %s' % exc)
 
 
+def group_drift(members, hostvars, registered):
+    return group_members.group_drift(list(members or []), lambda member: _registered(hostvars, member, registered))
+
+
 class FilterModule(object):
     def filters(self):
-        return {'secret_source': secret_source, 'docker_rollout_waves': docker_rollout_waves}
+        return {'secret_source': secret_source, 'docker_rollout_waves': docker_rollout_waves,
+                'group_drift': group_drift}

@@ -43,3 +43,26 @@ def rollout_state(plan_hosts, play_hosts, restart_of, serving_of):
         if serving_of(host) == 200 and group not in serving:
             serving.append(group)
     return {'groups': sorted(groups), 'restarting': restarting, 'serving': serving}
+
+
+def group_drift(members, found_of):
+    """Why a group's members are not all in sync with its spec (nim_drift's results), as a list of
+    reasons, empty when every member is: a member that did not compare (not in the play, or it
+    failed) counts as drifted, as does one whose reported checksums (a group secret) differ from
+    the others' or are missing. The apply tasks then run on every member of the group, since they
+    copy a group secret from one member to the others. found_of(member) returns the member's
+    nim_drift result, or None."""
+    reasons, checksums = [], set()
+    for member in members or []:
+        found = found_of(member)
+        if not found or 'drift' not in found:
+            reasons.append('%s: not compared' % member)
+            continue
+        reasons.extend('%s: %s' % (member, reason) for reason in found['drift'])
+        for path, checksum in sorted((found.get('checksums') or {}).items()):
+            if checksum is None:
+                reasons.append('%s: %s: missing' % (member, path))
+            checksums.add(checksum)
+    if len(checksums - {None}) > 1:
+        reasons.append('the members hold different copies of the group secret')
+    return reasons

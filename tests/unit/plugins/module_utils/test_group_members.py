@@ -4,7 +4,7 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.nimstack.multinode.plugins.module_utils.group_members import rollout_state, secret_source
+from ansible_collections.nimstack.multinode.plugins.module_utils.group_members import group_drift, rollout_state, secret_source
 
 MEMBERS = ['n1', 'n2', 'n3']
 
@@ -44,3 +44,30 @@ def test_rollout_state_reads_the_play_s_docker_groups():
 def test_rollout_state_leaves_out_groups_without_a_member_in_the_play():
     state = rollout_state(PLAN_HOSTS, ['a1'], lambda h: False, lambda h: None)
     assert state == {'groups': ['a'], 'restarting': [], 'serving': []}
+
+
+def _found(drift=(), checksums=None):
+    return {'drift': list(drift), 'in_sync': not drift, 'checksums': checksums or {}}
+
+
+def test_group_drift_is_empty_when_every_member_is_in_sync_with_one_secret():
+    found = dict((m, _found(checksums={'/s': 'abc'})) for m in MEMBERS)
+    assert group_drift(MEMBERS, found.get) == []
+
+
+def test_group_drift_names_a_member_that_drifted():
+    found = dict((m, _found()) for m in MEMBERS)
+    found['n2'] = _found(['/etc/x: mode 0644, wanted 0600'])
+    assert group_drift(MEMBERS, found.get) == ['n2: /etc/x: mode 0644, wanted 0600']
+
+
+def test_group_drift_counts_a_member_that_did_not_compare():
+    found = {'n1': _found(), 'n2': {'skipped': True, 'changed': False}}
+    assert group_drift(MEMBERS, found.get) == ['n2: not compared', 'n3: not compared']
+
+
+def test_group_drift_finds_a_missing_or_different_secret():
+    found = {'n1': _found(checksums={'/s': 'abc'}), 'n2': _found(checksums={'/s': None}),
+             'n3': _found(checksums={'/s': 'def'})}
+    assert group_drift(MEMBERS, found.get) == [
+        'n2: /s: missing', 'the members hold different copies of the group secret']

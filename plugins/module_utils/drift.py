@@ -1,0 +1,132 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, nimstack maintainers
+# SPDX-License-Identifier: Apache-2.0
+"""Drift between what a role would write and what a host has, read in one pass.
+
+A converged host is verified by one module call (plugins/modules/nim_drift.py) that compares the
+files and units a role's apply tasks would ensure with the host; the role runs those tasks only
+where this finds drift. Every comparison the apply tasks make on a converged host is made here too:
+a file's kind, content, owner, group and mode; a directory's kind, owner, group, mode and the
+collection's marker (nim_ownership); a path that must be absent; a systemd unit enabled and active.
+
+Pure Python, no Ansible imports; the caller passes the functions that read users and units.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import hashlib
+import os
+import re
+import stat
+
+from ansible_collections.nimstack.multinode.plugins.module_utils import nim_ownership
+
+FILE = 'file'
+DIRECTORY = 'directory'
+ABSENT = 'absent'
+# A file that may be there or not; only its refuse_pattern is checked where it is.
+ANY = 'any'
+STATES = (FILE, DIRECTORY, ABSENT, ANY)
+
+
+def sha1_of(path):
+    digest = hashlib.sha1()
+    with open(path, 'rb') as handle:
+        for block in iter(lambda: handle.read(65536), b''):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def sha1_text(text):
+    return hashlib.sha1(text.encode('utf-8')).hexdigest()
+
+
+def _mode_text(mode):
+    return '%04o' % stat.S_IMODE(mode)
+
+
+def _wanted_mode(value):
+    """A mode as the apply task writes it ('0644', '644', 0o644) as four octal digits, or None."""
+    if value in (None, ''):
+        return None
+    if isinstance(value, int):
+        return '%04o' % value
+    return '%04o' % int(str(value), 8)
+
+
+def _refused(path, pattern):
+    """A reason where the file's text matches pattern (a state the apply tasks clear)."""
+    if not pattern or not os.path.isfile(path):
+        return []
+    with open(path, 'rb') as handle:
+        text = handle.read().decode('utf-8', 'replace')
+    return ['%s: holds %s' % (path, pattern)] if re.search(pattern, text) else []
+
+
+def path_drift(entry, owner_name, group_name):
+    """What differs between ``entry`` (path, state, content or checksum, owner, group, mode,
+    marker_owner; refuse_pattern for state any) and the host, as a list of short reasons (empty when in sync), and the file's
+    sha1 where it is a regular file (None otherwise). ``owner_name``/``group_name`` map a uid/gid
+    to its name."""
+    path = entry['path']
+    state = entry.get('state') or FILE
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return ([] if state in (ABSENT, ANY) else ['%s: missing' % path]), None
+    if state == ABSENT:
+        return ['%s: present, wanted absent' % path], None
+    if state == ANY:
+        return _refused(path, entry.get('refuse_pattern')), None
+    reasons = []
+    if state == DIRECTORY and not stat.S_ISDIR(info.st_mode):
+        return ['%s: not a directory' % path], None
+    if state == FILE and not stat.S_ISREG(info.st_mode):
+        return ['%s: not a regular file' % path], None
+    checksum = None
+    if state == FILE:
+        checksum = sha1_of(path)
+        wanted = entry.get('checksum')
+        if wanted is None and entry.get('content') is not None:
+            wanted = sha1_text(entry['content'])
+        if wanted is not None and wanted != checksum:
+            reasons.append('%s: content differs' % path)
+    if state == DIRECTORY and entry.get('marker_owner'):
+        found = nim_ownership.inspect_directory(path, entry['marker_owner'])
+        if found['state'] != nim_ownership.OURS:
+            reasons.append('%s: not marked as role %s\'s' % (path, entry['marker_owner']))
+    if entry.get('owner') and owner_name(info.st_uid) != entry['owner']:
+        reasons.append('%s: owner %s, wanted %s' % (path, owner_name(info.st_uid), entry['owner']))
+    if entry.get('group') and group_name(info.st_gid) != entry['group']:
+        reasons.append('%s: group %s, wanted %s' % (path, group_name(info.st_gid), entry['group']))
+    wanted_mode = _wanted_mode(entry.get('mode'))
+    if wanted_mode is not None and _mode_text(info.st_mode) != wanted_mode:
+        reasons.append('%s: mode %s, wanted %s' % (path, _mode_text(info.st_mode), wanted_mode))
+    return reasons, checksum
+
+
+def unit_drift(entry, unit_state):
+    """What differs between ``entry`` (name, enabled, active) and the unit; ``unit_state(name)``
+    returns (enabled, active) as systemctl reports them ('enabled', 'active', ...)."""
+    enabled, active = unit_state(entry['name'])
+    reasons = []
+    if entry.get('enabled') is not None and (enabled == 'enabled') != bool(entry['enabled']):
+        reasons.append('%s: %s' % (entry['name'], enabled or 'not found'))
+    if entry.get('active') is not None and (active == 'active') != bool(entry['active']):
+        reasons.append('%s: %s' % (entry['name'], active or 'not found'))
+    return reasons
+
+
+def drift(files, units, owner_name, group_name, unit_state):
+    """Every reason the host differs from ``files`` and ``units``, and the sha1 of each file asked
+    for with report_checksum (never its content)."""
+    reasons, checksums = [], {}
+    for entry in files:
+        found, checksum = path_drift(entry, owner_name, group_name)
+        reasons.extend(found)
+        if entry.get('report_checksum'):
+            checksums[entry['path']] = checksum
+    for entry in units:
+        reasons.extend(unit_drift(entry, unit_state))
+    return reasons, checksums

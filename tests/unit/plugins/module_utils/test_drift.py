@@ -1,0 +1,95 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, nimstack maintainers
+# SPDX-License-Identifier: Apache-2.0
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import grp
+import os
+import pwd
+
+from ansible_collections.nimstack.multinode.plugins.module_utils import drift, nim_ownership
+
+OWNER = pwd.getpwuid(os.getuid())[0]
+GROUP = grp.getgrgid(os.getgid())[0]
+
+
+def _names(uid):
+    return pwd.getpwuid(uid)[0]
+
+
+def _groups(gid):
+    return grp.getgrgid(gid)[0]
+
+
+def _units(states):
+    return lambda name: states.get(name, (None, None))
+
+
+def _check(files, units=(), states=None):
+    return drift.drift(files, list(units), _names, _groups, _units(states or {}))
+
+
+def _write(path, text, mode=0o644):
+    with open(path, 'w') as handle:
+        handle.write(text)
+    os.chmod(path, mode)
+    return str(path)
+
+
+def test_a_file_as_wanted_is_in_sync(tmp_path):
+    path = _write(tmp_path / 'a.json', '{}\n', 0o600)
+    assert _check([{'path': path, 'content': '{}\n', 'owner': OWNER, 'group': GROUP, 'mode': '0600'}]) == ([], {})
+
+
+def test_content_mode_owner_and_group_differences_are_each_named(tmp_path):
+    path = _write(tmp_path / 'a.json', '{"a": 1}\n', 0o644)
+    reasons, _ = _check([{'path': path, 'content': '{}\n', 'owner': 'nobody-else', 'group': 'nogroup-else',
+                          'mode': '0600'}])
+    assert reasons == ['%s: content differs' % path, '%s: owner %s, wanted nobody-else' % (path, OWNER),
+                       '%s: group %s, wanted nogroup-else' % (path, GROUP), '%s: mode 0644, wanted 0600' % path]
+
+
+def test_a_checksum_stands_for_the_content(tmp_path):
+    path = _write(tmp_path / 'prog.py', 'print(1)\n')
+    assert _check([{'path': path, 'checksum': drift.sha1_text('print(1)\n')}])[0] == []
+    assert _check([{'path': path, 'checksum': drift.sha1_text('print(2)\n')}])[0] == ['%s: content differs' % path]
+
+
+def test_missing_absent_and_any(tmp_path):
+    path = str(tmp_path / 'gone')
+    assert _check([{'path': path}])[0] == ['%s: missing' % path]
+    assert _check([{'path': path, 'state': 'absent'}])[0] == []
+    assert _check([{'path': path, 'state': 'any', 'refuse_pattern': 'failed'}])[0] == []
+    _write(path, '{"state": "failed"}\n')
+    assert _check([{'path': path, 'state': 'absent'}])[0] == ['%s: present, wanted absent' % path]
+    assert _check([{'path': path, 'state': 'any', 'refuse_pattern': '"state":\\s*"failed"'}])[0] == [
+        '%s: holds "state":\\s*"failed"' % path]
+    assert _check([{'path': path, 'state': 'any', 'refuse_pattern': '"state":\\s*"formed"'}])[0] == []
+
+
+def test_a_directory_needs_the_roles_marker(tmp_path):
+    path = str(tmp_path)
+    assert _check([{'path': path, 'state': 'directory', 'marker_owner': 'nim_docker'}])[0] == [
+        "%s: not marked as role nim_docker's" % path]
+    nim_ownership.apply_claim(path, 'nim_docker', nim_ownership.claim_directory(path, 'nim_docker')[1])
+    assert _check([{'path': path, 'state': 'directory', 'marker_owner': 'nim_docker'}])[0] == []
+    assert _check([{'path': path, 'state': 'file'}])[0] == ['%s: not a regular file' % path]
+    assert _check([{'path': path + '/.nimstack-managed', 'state': 'directory'}])[0] == [
+        '%s/.nimstack-managed: not a directory' % path]
+
+
+def test_checksums_are_reported_never_the_content(tmp_path):
+    path = _write(tmp_path / 'secret', 'abc\n', 0o600)
+    reasons, checksums = _check([{'path': path, 'report_checksum': True},
+                                 {'path': str(tmp_path / 'none'), 'report_checksum': True}])
+    assert checksums == {path: drift.sha1_text('abc\n'), str(tmp_path / 'none'): None}
+    assert reasons == ['%s/none: missing' % tmp_path]
+
+
+def test_units_must_be_enabled_and_active():
+    unit = {'name': 'nimstack-supervisor@g.service', 'enabled': True, 'active': True}
+    assert _check([], [unit], {unit['name']: ('enabled', 'active')})[0] == []
+    assert _check([], [unit], {unit['name']: ('disabled', 'failed')})[0] == [
+        'nimstack-supervisor@g.service: disabled', 'nimstack-supervisor@g.service: failed']
+    assert _check([], [unit])[0] == ['nimstack-supervisor@g.service: not found'] * 2
