@@ -45,7 +45,8 @@ def docker_rollout_waves(plan, play_hosts, hostvars, max_unavailable_groups=1, c
 
 
 def group_drift(members, hostvars, registered):
-    return group_members.group_drift(list(members or []), lambda member: _registered(hostvars, member, registered))
+    names = [registered] if isinstance(registered, str) else list(registered)
+    return group_members.group_drift(list(members or []), lambda member: [_registered(hostvars, member, name) for name in names])
 
 
 class FilterModule(object):

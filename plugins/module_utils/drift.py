@@ -20,7 +20,7 @@ import os
 import re
 import stat
 
-from ansible_collections.nimstack.multinode.plugins.module_utils import nim_ownership
+from ansible_collections.nimstack.multinode.plugins.module_utils import nim_ownership, secrets_group
 
 FILE = 'file'
 DIRECTORY = 'directory'
@@ -64,9 +64,16 @@ def _refused(path, pattern):
     return ['%s: holds %s' % (path, pattern)] if re.search(pattern, text) else []
 
 
+def _same(wanted, number, name_of):
+    """Whether a uid/gid is the wanted one, given by name or by number (as '64910' or 64910)."""
+    wanted = str(wanted)
+    return wanted == str(number) if wanted.isdigit() else wanted == name_of(number)
+
+
 def path_drift(entry, owner_name, group_name):
     """What differs between ``entry`` (path, state, content or checksum, owner, group, mode,
-    marker_owner; refuse_pattern for state any) and the host, as a list of short reasons (empty when in sync), and the file's
+    marker_owner and prune_except for a directory: no other directory of the role beside the named
+    ones; refuse_pattern for state any) and the host, as a list of short reasons (empty when in sync), and the file's
     sha1 where it is a regular file (None otherwise). ``owner_name``/``group_name`` map a uid/gid
     to its name."""
     path = entry['path']
@@ -96,9 +103,12 @@ def path_drift(entry, owner_name, group_name):
         found = nim_ownership.inspect_directory(path, entry['marker_owner'])
         if found['state'] != nim_ownership.OURS:
             reasons.append('%s: not marked as role %s\'s' % (path, entry['marker_owner']))
-    if entry.get('owner') and owner_name(info.st_uid) != entry['owner']:
+        if entry.get('prune_except') is not None:
+            remove, foreign = nim_ownership.stale_children(path, entry['marker_owner'], entry['prune_except'])
+            reasons.extend('%s/%s: left behind' % (path, name) for name in remove + foreign)
+    if entry.get('owner') is not None and not _same(entry['owner'], info.st_uid, owner_name):
         reasons.append('%s: owner %s, wanted %s' % (path, owner_name(info.st_uid), entry['owner']))
-    if entry.get('group') and group_name(info.st_gid) != entry['group']:
+    if entry.get('group') is not None and not _same(entry['group'], info.st_gid, group_name):
         reasons.append('%s: group %s, wanted %s' % (path, group_name(info.st_gid), entry['group']))
     wanted_mode = _wanted_mode(entry.get('mode'))
     if wanted_mode is not None and _mode_text(info.st_mode) != wanted_mode:
@@ -118,15 +128,41 @@ def unit_drift(entry, unit_state):
     return reasons
 
 
-def drift(files, units, owner_name, group_name, unit_state):
-    """Every reason the host differs from ``files`` and ``units``, and the sha1 of each file asked
-    for with report_checksum (never its content)."""
-    reasons, checksums = [], {}
+# The most report_content returns of a file: public keys and such, never a large file.
+CONTENT_LIMIT = 65536
+
+
+def _content(path):
+    """The text of a small regular file (report_content), None where it is missing or not one."""
+    if not os.path.isfile(path) or os.path.islink(path) or os.path.getsize(path) > CONTENT_LIMIT:
+        return None
+    with open(path, 'rb') as handle:
+        return handle.read().decode('utf-8', 'replace')
+
+
+def group_drift(entry, groups):
+    """What differs between ``entry`` (name, gid) and the host's ``groups`` ((name, gid, members)):
+    the collection's secrets group must exist with its gid, alone, without members."""
+    reasons = secrets_group.problems(entry['name'], entry['gid'], groups)
+    if not secrets_group.exists(entry['name'], groups):
+        reasons.append('group %s: missing' % entry['name'])
+    return reasons
+
+
+def drift(files, units, owner_name, group_name, unit_state, groups=(), host_groups=()):
+    """Every reason the host differs from ``files``, ``units`` and ``groups``; the sha1 of each
+    file asked for with report_checksum, and the text of each asked for with report_content
+    (public files only: a key's public half)."""
+    reasons, checksums, contents = [], {}, {}
     for entry in files:
         found, checksum = path_drift(entry, owner_name, group_name)
         reasons.extend(found)
         if entry.get('report_checksum'):
             checksums[entry['path']] = checksum
+        if entry.get('report_content'):
+            contents[entry['path']] = _content(entry['path'])
     for entry in units:
         reasons.extend(unit_drift(entry, unit_state))
-    return reasons, checksums
+    for entry in groups:
+        reasons.extend(group_drift(entry, host_groups))
+    return reasons, checksums, contents

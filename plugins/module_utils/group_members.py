@@ -51,18 +51,18 @@ def group_drift(members, found_of):
     failed) counts as drifted, as does one whose reported checksums (a group secret) differ from
     the others' or are missing. The apply tasks then run on every member of the group, since they
     copy a group secret from one member to the others. found_of(member) returns the member's
-    nim_drift result, or None."""
+    nim_drift results (a list, one per comparison), None standing for one it did not make."""
     reasons, checksums = [], set()
     for member in members or []:
-        found = found_of(member)
-        if not found or 'drift' not in found:
-            reasons.append('%s: not compared' % member)
-            continue
-        reasons.extend('%s: %s' % (member, reason) for reason in found['drift'])
-        for path, checksum in sorted((found.get('checksums') or {}).items()):
-            if checksum is None:
-                reasons.append('%s: %s: missing' % (member, path))
-            checksums.add(checksum)
+        for found in found_of(member):
+            if not found or 'drift' not in found:
+                reasons.append('%s: not compared' % member)
+                continue
+            reasons.extend('%s: %s' % (member, reason) for reason in found['drift'])
+            for path, checksum in sorted((found.get('checksums') or {}).items()):
+                if checksum is None:
+                    reasons.append('%s: %s: missing' % (member, path))
+                checksums.add(checksum)
     if len(checksums - {None}) > 1:
         reasons.append('the members hold different copies of the group secret')
     return reasons

@@ -27,13 +27,23 @@ options:
         that may be missing, whose text must not match C(refuse_pattern), a regular expression), C(content) (the
         text the file holds) or C(checksum) (its SHA-1), C(owner), C(group), C(mode),
         C(marker_owner) (a directory holds the collection's marker naming this role),
-        C(report_checksum) (return the file's SHA-1, never its content).
+        C(prune_except) (with C(marker_owner): no directory of that role is left in it but these names),
+        C(report_checksum) (return the file's SHA-1, never its content), C(report_content) (return
+        the text of a small public file, such as a key's public half; never use it on a secret).
+      - C(owner) and C(group) are names, or numbers as text.
     type: list
     elements: dict
     default: []
   units:
     description:
       - Systemd units with C(name), C(enabled) and C(active) as they must be.
+    type: list
+    elements: dict
+    default: []
+  groups:
+    description:
+      - The collection's secrets group, with C(name) and C(gid): it must exist with that gid, no other
+        group may hold the gid, and it has no members (the rules of M(nimstack.multinode.nim_secrets_group)).
     type: list
     elements: dict
     default: []
@@ -69,6 +79,10 @@ checksums:
   description: The SHA-1 of each file asked for with report_checksum (null where it is missing).
   returned: always
   type: dict
+contents:
+  description: The text of each file asked for with report_content (null where it is missing).
+  returned: always
+  type: dict
 '''
 
 import grp
@@ -90,6 +104,7 @@ def main():
         argument_spec=dict(
             files=dict(type='list', elements='dict', default=[]),
             units=dict(type='list', elements='dict', default=[]),
+            groups=dict(type='list', elements='dict', default=[]),
         ),
         supports_check_mode=True,
     )
@@ -110,10 +125,13 @@ def main():
             states.append(out.strip() or None)
         return states[0], states[1]
 
-    reasons, checksums = drift_utils.drift(
+    host_groups = ([(entry.gr_name, entry.gr_gid, list(entry.gr_mem)) for entry in grp.getgrall()]
+                   if module.params['groups'] else [])
+    reasons, checksums, contents = drift_utils.drift(
         module.params['files'], module.params['units'],
-        lambda uid: _name(pwd.getpwuid, uid), lambda gid: _name(grp.getgrgid, gid), unit_state)
-    module.exit_json(changed=False, drift=reasons, in_sync=not reasons, checksums=checksums)
+        lambda uid: _name(pwd.getpwuid, uid), lambda gid: _name(grp.getgrgid, gid), unit_state,
+        module.params['groups'], host_groups)
+    module.exit_json(changed=False, drift=reasons, in_sync=not reasons, checksums=checksums, contents=contents)
 
 
 if __name__ == '__main__':

@@ -27,7 +27,8 @@ def _units(states):
 
 
 def _check(files, units=(), states=None):
-    return drift.drift(files, list(units), _names, _groups, _units(states or {}))
+    reasons, checksums, _contents = drift.drift(files, list(units), _names, _groups, _units(states or {}))
+    return reasons, checksums
 
 
 def _write(path, text, mode=0o644):
@@ -93,3 +94,36 @@ def test_units_must_be_enabled_and_active():
     assert _check([], [unit], {unit['name']: ('disabled', 'failed')})[0] == [
         'nimstack-supervisor@g.service: disabled', 'nimstack-supervisor@g.service: failed']
     assert _check([], [unit])[0] == ['nimstack-supervisor@g.service: not found'] * 2
+
+
+def test_owner_and_group_may_be_numbers(tmp_path):
+    path = _write(tmp_path / 'key', 'k\n', 0o440)
+    assert _check([{'path': path, 'owner': str(os.getuid()), 'group': os.getgid(), 'mode': '0440'}])[0] == []
+    assert _check([{'path': path, 'group': '64999'}])[0] == ['%s: group %s, wanted 64999' % (path, GROUP)]
+
+
+def test_contents_of_public_files_are_reported(tmp_path):
+    path = _write(tmp_path / 'key.pub', 'ssh-ed25519 AAAA host\n')
+    _reasons, _checksums, contents = drift.drift(
+        [{'path': path, 'report_content': True}, {'path': str(tmp_path / 'none.pub'), 'state': 'any', 'report_content': True}],
+        [], _names, _groups, _units({}))
+    assert contents == {path: 'ssh-ed25519 AAAA host\n', str(tmp_path / 'none.pub'): None}
+
+
+def test_a_directory_of_the_role_left_behind_is_drift(tmp_path):
+    root = str(tmp_path)
+    for path in (root, root + '/g1', root + '/old'):
+        if not os.path.isdir(path):
+            os.makedirs(path)
+        nim_ownership.apply_claim(path, 'ssh_mesh', nim_ownership.claim_directory(path, 'ssh_mesh')[1])
+    entry = {'path': root, 'state': 'directory', 'marker_owner': 'ssh_mesh', 'prune_except': ['g1']}
+    assert _check([entry])[0] == ['%s/old: left behind' % root]
+    assert _check([dict(entry, prune_except=['g1', 'old'])])[0] == []
+
+
+def test_the_secrets_group_must_exist_alone_without_members():
+    host = [('nimstack-secrets', 64910, []), ('users', 100, [])]
+    check = lambda groups: drift.drift([], [], _names, _groups, _units({}), [{'name': 'nimstack-secrets', 'gid': 64910}], groups)[0]
+    assert check(host) == []
+    assert check(host[1:]) == ['group nimstack-secrets: missing']
+    assert check([('nimstack-secrets', 64910, ['bob'])]) == ['group nimstack-secrets has members bob']

@@ -52,22 +52,27 @@ def _found(drift=(), checksums=None):
 
 def test_group_drift_is_empty_when_every_member_is_in_sync_with_one_secret():
     found = dict((m, _found(checksums={'/s': 'abc'})) for m in MEMBERS)
-    assert group_drift(MEMBERS, found.get) == []
+    assert group_drift(MEMBERS, lambda m: [found.get(m)]) == []
 
 
 def test_group_drift_names_a_member_that_drifted():
     found = dict((m, _found()) for m in MEMBERS)
     found['n2'] = _found(['/etc/x: mode 0644, wanted 0600'])
-    assert group_drift(MEMBERS, found.get) == ['n2: /etc/x: mode 0644, wanted 0600']
+    assert group_drift(MEMBERS, lambda m: [found.get(m)]) == ['n2: /etc/x: mode 0644, wanted 0600']
 
 
 def test_group_drift_counts_a_member_that_did_not_compare():
     found = {'n1': _found(), 'n2': {'skipped': True, 'changed': False}}
-    assert group_drift(MEMBERS, found.get) == ['n2: not compared', 'n3: not compared']
+    assert group_drift(MEMBERS, lambda m: [found.get(m)]) == ['n2: not compared', 'n3: not compared']
 
 
 def test_group_drift_finds_a_missing_or_different_secret():
     found = {'n1': _found(checksums={'/s': 'abc'}), 'n2': _found(checksums={'/s': None}),
              'n3': _found(checksums={'/s': 'def'})}
-    assert group_drift(MEMBERS, found.get) == [
+    assert group_drift(MEMBERS, lambda m: [found.get(m)]) == [
         'n2: /s: missing', 'the members hold different copies of the group secret']
+
+
+def test_group_drift_reads_every_comparison_of_a_member():
+    found = {'n1': [_found(), _found(['/a: content differs'])], 'n2': [_found(), None]}
+    assert group_drift(['n1', 'n2'], found.get) == ['n1: /a: content differs', 'n2: not compared']
