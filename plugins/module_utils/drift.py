@@ -94,7 +94,7 @@ def path_drift(entry, owner_name, group_name):
     checksum = None
     if state == FILE:
         checksum = sha1_of(path)
-        wanted = entry.get('checksum')
+        wanted = entry.get('checksum') or None
         if wanted is None and entry.get('content') is not None:
             wanted = sha1_text(entry['content'])
         if wanted is not None and wanted != checksum:

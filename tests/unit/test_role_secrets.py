@@ -227,7 +227,7 @@ def test_a_key_that_breaks_the_env_file_is_refused(key, expected):
 
 
 def test_the_env_file_is_written_only_after_the_check():
-    tasks = _load(os.path.join(REPO, 'roles', 'nim_docker', 'tasks', 'configure.yml'))
+    tasks = _load(os.path.join(REPO, 'roles', 'nim_docker', 'tasks', 'configure_apply.yml'))
     names = [t.get('name') for t in tasks]
     check = [i for i, t in enumerate(tasks)
              if '_nim_docker_ngc_key_env_safe | bool' in (t.get('ansible.builtin.assert') or {}).get('that', [])]
@@ -236,3 +236,22 @@ def test_the_env_file_is_written_only_after_the_check():
     assert check and write and check[0] < write[0], names
     # The check evaluates only whether the key fits: the failure message never holds the key.
     assert 'ngc_api_key }}' not in tasks[check[0]]['ansible.builtin.assert']['fail_msg']
+
+
+def _drift_tasks():
+    for source, task in _all_tasks():
+        if _module(task)[0] == 'nimstack.multinode.nim_drift':
+            yield source, task, _module(task)[1]
+
+
+def test_a_comparison_that_carries_a_key_is_hidden():
+    found = [(source, task) for source, task, args in _drift_tasks() if 'ngc_api_key' in yaml.safe_dump(args)]
+    assert found, 'the env file is compared by the checksum of its line'
+    assert [_label(s, t) for s, t in found if t.get('no_log') is not True] == []
+
+
+def test_a_comparison_reads_back_only_public_halves():
+    read = [(source, task, entry['path']) for source, task, args in _drift_tasks()
+            for entry in args.get('files') or [] if entry.get('report_content')]
+    assert read, 'the SSH mesh reads the public halves of its keys'
+    assert [_label(s, t) + ' ' + p for s, t, p in read if not p.endswith(".pub") and not p.endswith(".pub'] }}")] == []
