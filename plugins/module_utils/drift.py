@@ -116,14 +116,28 @@ def path_drift(entry, owner_name, group_name):
     return reasons, checksum
 
 
+def _truth(value):
+    """A boolean as YAML or a template may hand it over (True, 'true', 'yes', 1)."""
+    if isinstance(value, str):
+        return value.strip().lower() in ('true', 'yes', 'on', '1')
+    return bool(value)
+
+
+def table_drift(wanted, listed):
+    """The nftables tables (``family name``) of ``wanted`` that ``listed`` (the lines of
+    `nft list tables`) lacks."""
+    have = set(line.strip() for line in listed)
+    return ['table %s: not loaded' % table for table in wanted if 'table %s' % table not in have]
+
+
 def unit_drift(entry, unit_state):
     """What differs between ``entry`` (name, enabled, active) and the unit; ``unit_state(name)``
     returns (enabled, active) as systemctl reports them ('enabled', 'active', ...)."""
     enabled, active = unit_state(entry['name'])
     reasons = []
-    if entry.get('enabled') is not None and (enabled == 'enabled') != bool(entry['enabled']):
+    if entry.get('enabled') is not None and (enabled == 'enabled') != _truth(entry['enabled']):
         reasons.append('%s: %s' % (entry['name'], enabled or 'not found'))
-    if entry.get('active') is not None and (active == 'active') != bool(entry['active']):
+    if entry.get('active') is not None and (active == 'active') != _truth(entry['active']):
         reasons.append('%s: %s' % (entry['name'], active or 'not found'))
     return reasons
 

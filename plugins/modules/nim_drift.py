@@ -15,7 +15,8 @@ description:
   - A converged host is verified by this one call instead of one task per file: the role passes
     what its apply tasks would write (each file's content or checksum, owner, group and mode; each
     directory with the collection's marker; paths that must be absent; systemd units that must be
-    enabled and active) and runs those tasks only where this reports drift.
+    enabled and active; nftables tables that must be loaded) and runs those tasks only where this
+    reports drift.
   - Reads only; never changes the host.
 author:
   - nimstack maintainers (@nimstack)
@@ -40,6 +41,16 @@ options:
     type: list
     elements: dict
     default: []
+  nft_tables:
+    description:
+      - nftables tables, as C(family name) (C(inet nimstack)), that must be loaded.
+    type: list
+    elements: str
+    default: []
+  nft_command:
+    description: The nft program that lists the loaded tables.
+    type: path
+    default: /usr/sbin/nft
   groups:
     description:
       - The collection's secrets group, with C(name) and C(gid): it must exist with that gid, no other
@@ -86,6 +97,7 @@ contents:
 '''
 
 import grp
+import os
 import pwd
 
 from ansible.module_utils.basic import AnsibleModule
@@ -105,6 +117,8 @@ def main():
             files=dict(type='list', elements='dict', default=[]),
             units=dict(type='list', elements='dict', default=[]),
             groups=dict(type='list', elements='dict', default=[]),
+            nft_tables=dict(type='list', elements='str', default=[]),
+            nft_command=dict(type='path', default='/usr/sbin/nft'),
         ),
         supports_check_mode=True,
     )
@@ -131,6 +145,12 @@ def main():
         module.params['files'], module.params['units'],
         lambda uid: _name(pwd.getpwuid, uid), lambda gid: _name(grp.getgrgid, gid), unit_state,
         module.params['groups'], host_groups)
+    if module.params['nft_tables']:
+        listed = []
+        if os.path.exists(module.params['nft_command']):
+            _rc, out, _err = module.run_command([module.params['nft_command'], 'list', 'tables'])
+            listed = out.splitlines()
+        reasons.extend(drift_utils.table_drift(module.params['nft_tables'], listed))
     module.exit_json(changed=False, drift=reasons, in_sync=not reasons, checksums=checksums, contents=contents)
 
 

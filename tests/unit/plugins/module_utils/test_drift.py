@@ -127,3 +127,15 @@ def test_the_secrets_group_must_exist_alone_without_members():
     assert check(host) == []
     assert check(host[1:]) == ['group nimstack-secrets: missing']
     assert check([('nimstack-secrets', 64910, ['bob'])]) == ['group nimstack-secrets has members bob']
+
+
+def test_a_unit_wanted_disabled_may_be_missing_and_booleans_may_be_text():
+    unit = {'name': 'nimstack-firewall.service', 'enabled': 'False'}
+    assert _check([], [unit])[0] == []
+    assert _check([], [unit], {unit['name']: ('enabled', 'inactive')})[0] == ['nimstack-firewall.service: enabled']
+    assert _check([], [dict(unit, enabled='true')], {unit['name']: ('enabled', 'inactive')})[0] == []
+
+
+def test_a_table_that_is_not_loaded_is_drift():
+    assert drift.table_drift(['inet nimstack'], ['table inet filter', 'table inet nimstack']) == []
+    assert drift.table_drift(['inet nimstack'], ['table ip nat']) == ['table inet nimstack: not loaded']
