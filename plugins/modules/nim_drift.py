@@ -1,4 +1,3 @@
-#!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, nimstack maintainers
 # SPDX-License-Identifier: Apache-2.0
@@ -12,7 +11,7 @@ module: nim_drift
 short_description: Compare the files and units a role would ensure with the host, in one call
 version_added: 0.1.0
 description:
-  - A converged host is verified by this one call instead of one task per file: the role passes
+  - A converged host is verified by this one call instead of one task per file. The role passes
     what its apply tasks would write (each file's content or checksum, owner, group and mode; each
     directory with the collection's marker; paths that must be absent; systemd units that must be
     enabled and active; nftables tables that must be loaded) and runs those tasks only where this
@@ -24,13 +23,13 @@ options:
   files:
     description:
       - What the role would ensure of each path.
-      - C(path) (required), C(state) (V(file), the default, V(directory), V(absent), or V(any): a file
+      - "C(path) (required), C(state) (V(file), the default, V(directory), V(absent), or V(any), a file
         that may be missing, whose text must not match C(refuse_pattern), a regular expression), C(content) (the
         text the file holds) or C(checksum) (its SHA-1), C(owner), C(group), C(mode),
         C(marker_owner) (a directory holds the collection's marker naming this role),
         C(prune_except) (with C(marker_owner): no directory of that role is left in it but these names),
         C(report_checksum) (return the file's SHA-1, never its content), C(report_content) (return
-        the text of a small public file, such as a key's public half; never use it on a secret).
+        the text of a small public file, such as a key's public half; never use it on a secret)."
       - C(owner) and C(group) are names, or numbers as text.
     type: list
     elements: dict
@@ -53,7 +52,7 @@ options:
     default: /usr/sbin/nft
   groups:
     description:
-      - The collection's secrets group, with C(name) and C(gid): it must exist with that gid, no other
+      - The collection's secrets group, with C(name) and C(gid). It must exist with that gid, no other
         group may hold the gid, and it has no members (the rules of M(nimstack.multinode.nim_secrets_group)).
     type: list
     elements: dict
@@ -61,6 +60,10 @@ options:
 attributes:
   check_mode:
     support: full
+    description: Reads only, so it runs in check mode as it does otherwise.
+  diff_mode:
+    support: none
+    description: Nothing is changed, so there is nothing to compare.
 notes:
   - The comparisons are in plugins/module_utils/drift.py.
 '''

@@ -1,4 +1,3 @@
-#!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, nimstack maintainers
 # SPDX-License-Identifier: Apache-2.0
@@ -37,6 +36,10 @@ options:
 attributes:
   check_mode:
     support: full
+    description: Reports the group it would create, and creates nothing.
+  diff_mode:
+    support: none
+    description: The group is created or refused; there is no file to compare.
 notes:
   - The checks are in plugins/module_utils/secrets_group.py.
 '''

@@ -45,8 +45,8 @@ def test_a_file_as_wanted_is_in_sync(tmp_path):
 
 def test_content_mode_owner_and_group_differences_are_each_named(tmp_path):
     path = _write(tmp_path / 'a.json', '{"a": 1}\n', 0o644)
-    reasons, _ = _check([{'path': path, 'content': '{}\n', 'owner': 'nobody-else', 'group': 'nogroup-else',
-                          'mode': '0600'}])
+    reasons = _check([{'path': path, 'content': '{}\n', 'owner': 'nobody-else', 'group': 'nogroup-else',
+                      'mode': '0600'}])[0]
     assert reasons == ['%s: content differs' % path, '%s: owner %s, wanted nobody-else' % (path, OWNER),
                        '%s: group %s, wanted nogroup-else' % (path, GROUP), '%s: mode 0644, wanted 0600' % path]
 
@@ -123,7 +123,9 @@ def test_a_directory_of_the_role_left_behind_is_drift(tmp_path):
 
 def test_the_secrets_group_must_exist_alone_without_members():
     host = [('nimstack-secrets', 64910, []), ('users', 100, [])]
-    check = lambda groups: drift.drift([], [], _names, _groups, _units({}), [{'name': 'nimstack-secrets', 'gid': 64910}], groups)[0]
+
+    def check(groups):
+        return drift.drift([], [], _names, _groups, _units({}), [{'name': 'nimstack-secrets', 'gid': 64910}], groups)[0]
     assert check(host) == []
     assert check(host[1:]) == ['group nimstack-secrets: missing']
     assert check([('nimstack-secrets', 64910, ['bob'])]) == ['group nimstack-secrets has members bob']
