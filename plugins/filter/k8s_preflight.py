@@ -1,8 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, nimstack maintainers
 # SPDX-License-Identifier: Apache-2.0
-"""Filters k8s_groups, k8s_problems, k8s_capacity_groups, k8s_group_specs, k8s_alert_rule and k8s_references of the role nim_k8s
-(docs in the .yml files)."""
+"""Filters k8s_groups, k8s_problems, k8s_capacity_groups, k8s_group_specs, k8s_alert_rule, k8s_references,
+k8s_namespaces, k8s_namespace_objects, k8s_ngc_secrets, k8s_ssh_secret, k8s_missing_monitoring, k8s_group_objects,
+k8s_render_files, k8s_operator_running and k8s_ssh_secret_groups of the role nim_k8s (docs in the .yml files)."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -52,12 +53,12 @@ def k8s_group_specs(plan, settings, header=None):
     return specs
 
 
-def k8s_alert_rule(plan, settings):
+def k8s_alert_rule(plan, settings, missing_kinds=None):
     try:
         rule = k8s_objects.alert_rule(_plan('k8s_alert_rule', plan), _settings('k8s_alert_rule', settings))
     except k8s_objects.K8sObjectsError as exc:
         raise AnsibleFilterError('k8s_alert_rule: %s' % exc)
-    return [rule] if rule else []
+    return [rule] if rule and rule['kind'] not in (missing_kinds or []) else []
 
 
 def k8s_references(objects):
@@ -66,6 +67,49 @@ def k8s_references(objects):
     return [{'apiVersion': o.get('apiVersion'), 'kind': o.get('kind'),
              'metadata': dict((k, o['metadata'][k]) for k in ('name', 'namespace') if k in o['metadata'])}
             for o in objects]
+
+
+def k8s_namespaces(plan):
+    return k8s_objects.namespaces(_plan('k8s_namespaces', plan))
+
+
+def k8s_namespace_objects(names):
+    return k8s_objects.namespace_objects(list(names or []))
+
+
+def k8s_ngc_secrets(names, auth_secret, pull_secret, registry, key):
+    return k8s_objects.ngc_secret_objects(list(names or []), auth_secret, pull_secret, registry, key)
+
+
+def _spec(name, spec):
+    if not isinstance(spec, dict) or 'objects' not in spec or 'ssh_secret' not in spec:
+        raise AnsibleFilterError('%s: expects one group spec of k8s_group_specs, got %r' % (name, type(spec).__name__))
+    return spec
+
+
+def k8s_ssh_secret(spec, private_key='', host_key='', host_public=''):
+    return k8s_objects.ssh_secret_object(_spec('k8s_ssh_secret', spec), private_key, host_key, host_public)
+
+
+def k8s_missing_monitoring(crds):
+    return k8s_objects.missing_monitoring(None if crds is None else list(crds))
+
+
+def k8s_group_objects(spec, backend, missing_kinds=None, keep_storage=False):
+    return k8s_objects.group_objects(_spec('k8s_group_objects', spec), backend, list(missing_kinds or []),
+                                     bool(keep_storage))
+
+
+def k8s_render_files(specs):
+    return k8s_objects.render_files(dict(specs or {}))
+
+
+def k8s_ssh_secret_groups(plan, backend, render_secrets=False):
+    return k8s_objects.ssh_secret_groups(_plan('k8s_ssh_secret_groups', plan), backend, bool(render_secrets))
+
+
+def k8s_operator_running(deployments):
+    return k8s_objects.operator_running(list(deployments or []))
 
 
 class FilterModule(object):
@@ -77,4 +121,13 @@ class FilterModule(object):
             'k8s_group_specs': k8s_group_specs,
             'k8s_alert_rule': k8s_alert_rule,
             'k8s_references': k8s_references,
+            'k8s_namespaces': k8s_namespaces,
+            'k8s_namespace_objects': k8s_namespace_objects,
+            'k8s_ngc_secrets': k8s_ngc_secrets,
+            'k8s_ssh_secret': k8s_ssh_secret,
+            'k8s_missing_monitoring': k8s_missing_monitoring,
+            'k8s_group_objects': k8s_group_objects,
+            'k8s_render_files': k8s_render_files,
+            'k8s_operator_running': k8s_operator_running,
+            'k8s_ssh_secret_groups': k8s_ssh_secret_groups,
         }

@@ -20,7 +20,9 @@ k8s_group_specs is a thin wrapper.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import base64
 import hashlib
+import json
 import math
 import posixpath
 import re
@@ -495,8 +497,11 @@ def group_spec(group, settings):
         objects += [_leaderworkerset(g), _service(g)]
     if as_bool(s['nim_k8s_monitoring']):
         objects.append(_pod_monitor(g))
+    alias = ssh_host_key_alias(g.namespace, g.name)
     return {'objects': objects, 'cache_name': g.cache_name, 'pvc': g.pvc, 'service': g.service,
-            'ssh_secret': g.ssh_secret, 'ssh_key_dir': g.ssh_key_dir, 'labels': g.labels, 'startup_budget': g.startup_budget}
+            'ssh_secret': g.ssh_secret, 'ssh_key_dir': g.ssh_key_dir, 'labels': g.labels, 'startup_budget': g.startup_budget,
+            'name': g.name, 'namespace': g.namespace, 'ssh_mesh': g.ssh_mesh, 'ssh_host_key_alias': alias,
+            'ssh_client_config': ssh_client_config(g.ssh_key_dir, alias)}
 
 
 def group_specs(plan, settings):
@@ -528,3 +533,113 @@ def alert_rule(plan, settings):
     return {'apiVersion': MONITORING_API, 'kind': 'PrometheusRule',
             'metadata': {'name': ALERTS_NAME, 'namespace': namespace, 'labels': labels},
             'spec': {'groups': rules}}
+
+
+# What the role makes per namespace carries these labels.
+NAMESPACE_LABELS = {'app.kubernetes.io/part-of': 'nimstack', 'app.kubernetes.io/managed-by': 'nimstack.multinode'}
+# Storage survives nim_k8s_state=absent unless asked: it holds a model that took hours to download.
+STORAGE_KINDS = ('PersistentVolumeClaim', 'NIMCache')
+# NGC's registry takes the literal user name $oauthtoken with the API key as password.
+NGC_REGISTRY_USER = '$oauthtoken'
+
+
+def _b64(text):
+    return base64.b64encode(text.encode('utf-8')).decode('ascii')
+
+
+def namespaces(plan):
+    """Every namespace of the plan's Kubernetes groups, once each, sorted."""
+    return sorted(set(group['k8s']['namespace'] for group in k8s_preflight.k8s_groups(plan)))
+
+
+def namespace_objects(names):
+    return [{'apiVersion': 'v1', 'kind': 'Namespace', 'metadata': {'name': name, 'labels': dict(NAMESPACE_LABELS)}}
+            for name in names]
+
+
+def ngc_secret_objects(names, auth_secret, pull_secret, registry, key):
+    """The NGC Secrets of every namespace: the API key (NGC_API_KEY) and the registry's pull secret
+    (kubernetes.io/dockerconfigjson). They hold the key: only tasks with no_log read them."""
+    auth = {'username': NGC_REGISTRY_USER, 'password': key, 'auth': _b64('%s:%s' % (NGC_REGISTRY_USER, key))}
+    docker_config = _b64(json.dumps({'auths': {registry: auth}}))
+    objects = []
+    for name in names:
+        metadata = {'namespace': name, 'labels': dict(NAMESPACE_LABELS)}
+        objects.append({'apiVersion': 'v1', 'kind': 'Secret', 'type': 'Opaque',
+                        'metadata': dict(metadata, name=auth_secret), 'data': {'NGC_API_KEY': _b64(key)}})
+        objects.append({'apiVersion': 'v1', 'kind': 'Secret', 'type': 'kubernetes.io/dockerconfigjson',
+                        'metadata': dict(metadata, name=pull_secret), 'data': {'.dockerconfigjson': docker_config}})
+    return objects
+
+
+def ssh_host_key_alias(namespace, name):
+    """The one name the leader's known_hosts pins the workers' host key under."""
+    return 'nimstack-%s-%s-workers' % (namespace, name)
+
+
+def ssh_client_config(key_dir, alias):
+    """The ssh client config of the mpi contract's SSH Secret: every worker of the group serves the
+    group's pinned host key (docs/contracts.md)."""
+    options = [('IdentityFile', key_dir + '/private.key'), ('IdentitiesOnly', 'yes'), ('HostKeyAlias', alias),
+               ('UserKnownHostsFile', key_dir + '/known_hosts'), ('GlobalKnownHostsFile', '/dev/null'),
+               ('StrictHostKeyChecking', 'yes'), ('CheckHostIP', 'no'), ('UpdateHostKeys', 'no'),
+               ('BatchMode', 'yes'), ('PasswordAuthentication', 'no'), ('KbdInteractiveAuthentication', 'no'),
+               ('ForwardAgent', 'no'), ('ForwardX11', 'no')]
+    return ''.join(['# Made by nimstack.multinode: every worker of the group serves the group\'s pinned host key.\n',
+                    'Host *\n'] + ['  %s %s\n' % option for option in options])
+
+
+def _ssh_secret_metadata(spec):
+    return {'name': spec['ssh_secret'], 'namespace': spec['namespace'], 'labels': spec['labels']}
+
+
+def ssh_secret_object(spec, private_key, host_key, host_public):
+    """The group's SSH key Secret of the mpi contract (mounted at the ssh-pk volume): the key
+    (private_key, base64), the workers' sshd host key (host_key, base64) and, in clear text made
+    base64 here, the leader's known_hosts line of its public half and the client config. It holds
+    keys: only tasks with no_log read it."""
+    known_hosts = '%s %s\n' % (spec['ssh_host_key_alias'], host_public or '')
+    return {'apiVersion': 'v1', 'kind': 'Secret', 'metadata': _ssh_secret_metadata(spec), 'type': 'Opaque',
+            'data': {'private.key': private_key or '', 'ssh_host_ed25519_key': host_key or '',
+                     'known_hosts': _b64(known_hosts), 'config': _b64(spec['ssh_client_config'])}}
+
+
+def missing_monitoring(crds):
+    """The monitoring kinds whose CRD the cluster lacks (crds: the names it has; None where the
+    role did not look, render-only) and those CRDs' names: {kinds, crds}."""
+    if crds is None:
+        return {'kinds': [], 'crds': []}
+    kinds = [kind for kind in sorted(MONITORING_CRDS) if MONITORING_CRDS[kind] not in set(crds)]
+    return {'kinds': kinds, 'crds': [MONITORING_CRDS[kind] for kind in kinds]}
+
+
+def group_objects(spec, backend, missing_kinds=(), keep_storage=False):
+    """What the role applies of one group and what it keeps and removes:
+    objects: the spec's objects less the kinds whose CRD the cluster lacks; kept: Kind/name of
+    every object the group is made of now (its SSH Secret included where the lws backend mounts
+    one), everything else of its own is removed; removed: what nim_k8s_state=absent deletes, the
+    last applied first, its storage left where keep_storage (references only: no Secret data)."""
+    objects = [o for o in spec['objects'] if o['kind'] not in set(missing_kinds or ())]
+    secret = {'apiVersion': 'v1', 'kind': 'Secret', 'metadata': _ssh_secret_metadata(spec)}
+    lws = backend == 'lws'
+    kept = [o['kind'] + '/' + o['metadata']['name'] for o in objects + ([secret] if lws and spec['ssh_mesh'] else [])]
+    removed = [o for o in reversed(objects) if not (keep_storage and o['kind'] in STORAGE_KINDS)]
+    return {'objects': objects, 'kept': kept, 'removed': removed + ([secret] if lws else [])}
+
+
+def render_files(specs):
+    """The files render-only mode writes of every group's objects (the specs' files), in one list."""
+    return [entry for name in sorted(specs) for entry in specs[name].get('files') or []]
+
+
+def operator_running(deployments):
+    """Whether a NIM Operator runs to honour its finalizers: a ready Deployment of its chart."""
+    return any(((d or {}).get('status') or {}).get('readyReplicas', 0) > 0 for d in deployments or [])
+
+
+def ssh_secret_groups(plan, backend, render_secrets):
+    """The groups whose SSH key Secret render-only mode writes: with render_secrets, on the lws
+    backend, those whose launch has an SSH mesh."""
+    if not render_secrets or backend != 'lws':
+        return []
+    return [group for group in k8s_preflight.k8s_groups(plan) if (group.get('launch') or {}).get('ssh_mesh')]

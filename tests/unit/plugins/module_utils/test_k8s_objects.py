@@ -235,3 +235,99 @@ def test_the_defaults_are_the_role_s():
     with open(path) as handle:
         defaults = yaml.safe_load(handle)
     assert dict((k, defaults[k]) for k in k8s_objects.SETTING_DEFAULTS) == k8s_objects.SETTING_DEFAULTS
+
+
+# The namespaces, NGC Secrets, SSH Secret, kept and removed objects the role reads by name.
+
+def _plan_of(*groups):
+    return {'groups': dict((g['name'], g) for g in groups), 'hosts': {}}
+
+
+def _named(group, name, namespace):
+    group = copy.deepcopy(group)
+    group['name'] = name
+    group['k8s'] = dict(group['k8s'], name=name, namespace=namespace)
+    return group
+
+
+def test_namespaces_once_each_sorted():
+    group = _group()
+    plan = _plan_of(_named(group, 'b', 'nim-b'), _named(group, 'a', 'nim-a'), _named(group, 'c', 'nim-a'))
+    assert k8s_objects.namespaces(plan) == ['nim-a', 'nim-b']
+    objects = k8s_objects.namespace_objects(['nim-a'])
+    assert objects == [{'apiVersion': 'v1', 'kind': 'Namespace', 'metadata': {'name': 'nim-a', 'labels': {
+        'app.kubernetes.io/part-of': 'nimstack', 'app.kubernetes.io/managed-by': 'nimstack.multinode'}}}]
+
+
+def test_ngc_secrets_hold_the_key_and_the_registry_login_as_ansible_wrote_them():
+    from ansible.plugins.filter.core import b64encode, to_json
+    key = 'nvapi-0123'
+    secrets = k8s_objects.ngc_secret_objects(['ns1', 'ns2'], 'ngc-api', 'ngc-secret', 'nvcr.io', key)
+    assert [(s['metadata']['namespace'], s['metadata']['name'], s['type']) for s in secrets] == [
+        ('ns1', 'ngc-api', 'Opaque'), ('ns1', 'ngc-secret', 'kubernetes.io/dockerconfigjson'),
+        ('ns2', 'ngc-api', 'Opaque'), ('ns2', 'ngc-secret', 'kubernetes.io/dockerconfigjson')]
+    assert secrets[0]['data'] == {'NGC_API_KEY': b64encode(key)}
+    # Byte for byte what the role's Jinja wrote before (to_json | b64encode): a re-run changes nothing.
+    login = {'auths': {'nvcr.io': {'username': '$oauthtoken', 'password': key, 'auth': b64encode('$oauthtoken:' + key)}}}
+    assert secrets[1]['data'] == {'.dockerconfigjson': b64encode(to_json(login))}
+
+
+def test_the_ssh_secret_pins_the_workers_host_key_under_one_alias():
+    spec = group_spec(_group(), LWS)
+    assert spec['ssh_host_key_alias'] == 'nimstack-%s-%s-workers' % (spec['namespace'], spec['name'])
+    secret = k8s_objects.ssh_secret_object(spec, 'UFJJVg==', 'SE9TVA==', 'ssh-ed25519 AAAA')
+    assert secret['metadata'] == {'name': spec['ssh_secret'], 'namespace': spec['namespace'], 'labels': spec['labels']}
+    data = secret['data']
+    assert (data['private.key'], data['ssh_host_ed25519_key']) == ('UFJJVg==', 'SE9TVA==')
+    assert k8s_objects.base64.b64decode(data['known_hosts']).decode() == spec['ssh_host_key_alias'] + ' ssh-ed25519 AAAA\n'
+    config = k8s_objects.base64.b64decode(data['config']).decode()
+    assert 'HostKeyAlias %s\n' % spec['ssh_host_key_alias'] in config
+    assert '  IdentityFile %s/private.key\n' % spec['ssh_key_dir'] in config
+    assert '  StrictHostKeyChecking yes\n' in config and config.startswith('# Made by nimstack.multinode')
+
+
+def test_kept_and_removed_objects_with_and_without_the_storage():
+    spec = group_spec(_group(), LWS)
+    kinds = _kinds(spec)
+    found = k8s_objects.group_objects(spec, 'lws', [], keep_storage=True)
+    assert found['objects'] == spec['objects']
+    assert found['kept'] == ['%s/%s' % (o['kind'], o['metadata']['name']) for o in spec['objects']] + ['Secret/' + spec['ssh_secret']]
+    assert [o['kind'] for o in found['removed']] == [k for k in reversed(kinds) if k != 'PersistentVolumeClaim'] + ['Secret']
+    assert 'data' not in found['removed'][-1]
+    dropped = k8s_objects.group_objects(spec, 'lws', [], keep_storage=False)
+    assert [o['kind'] for o in dropped['removed']] == list(reversed(kinds)) + ['Secret']
+
+
+def test_the_operator_backend_keeps_no_ssh_secret():
+    spec = group_spec(_group(), OPERATOR)
+    found = k8s_objects.group_objects(spec, 'nim_operator', [], keep_storage=False)
+    assert not any(k.startswith('Secret/') for k in found['kept'])
+    assert [o['kind'] for o in found['removed']] == list(reversed(_kinds(spec)))
+
+
+def test_kinds_whose_crd_is_missing_are_left_out():
+    assert k8s_objects.missing_monitoring(None) == {'kinds': [], 'crds': []}
+    assert k8s_objects.missing_monitoring(['podmonitors.monitoring.coreos.com']) == {
+        'kinds': ['PrometheusRule'], 'crds': ['prometheusrules.monitoring.coreos.com']}
+    spec = group_spec(_group(), LWS)
+    assert 'PodMonitor' in _kinds(spec)
+    found = k8s_objects.group_objects(spec, 'lws', ['PodMonitor', 'PrometheusRule'])
+    assert 'PodMonitor' not in [o['kind'] for o in found['objects']]
+    assert not any(k.startswith('PodMonitor/') for k in found['kept'])
+
+
+def test_the_operator_runs_only_with_a_ready_deployment():
+    assert not k8s_objects.operator_running([])
+    assert not k8s_objects.operator_running([{'status': {}}, {'status': {'readyReplicas': 0}}])
+    assert k8s_objects.operator_running([{'status': {'readyReplicas': 1}}])
+
+
+def test_render_files_and_ssh_secret_groups():
+    specs = {'b': {'files': [{'path': 'b/1'}]}, 'a': {'files': [{'path': 'a/1'}, {'path': 'a/2'}]}}
+    assert [f['path'] for f in k8s_objects.render_files(specs)] == ['a/1', 'a/2', 'b/1']
+    plan = _plan_of(_group())
+    assert [g['name'] for g in k8s_objects.ssh_secret_groups(plan, 'lws', True)] == ['default']
+    assert k8s_objects.ssh_secret_groups(plan, 'lws', False) == []
+    assert k8s_objects.ssh_secret_groups(plan, 'nim_operator', True) == []
+    ray = _plan_of(_group(nim_launch_contract='ray'))
+    assert k8s_objects.ssh_secret_groups(ray, 'lws', True) == []
