@@ -28,6 +28,10 @@ def docker_group_hash(group_spec, hosts, hostvars):
     return docker_spec.group_hash(group_spec, image_ids)
 
 
+def env_file_safe(value):
+    return docker_spec.env_file_safe(str(value or ''))
+
+
 class FilterModule(object):
     def filters(self):
-        return {'docker_rank_spec': docker_rank_spec, 'docker_group_hash': docker_group_hash}
+        return {'docker_rank_spec': docker_rank_spec, 'docker_group_hash': docker_group_hash, 'env_file_safe': env_file_safe}

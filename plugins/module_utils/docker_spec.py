@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import hashlib
+import math
 import json
 
 # The mount that carries the Ray token where the plan lists none (docs/contracts.md, exposure).
@@ -24,7 +25,8 @@ SHM_SIZE_GB = 64
 READY_TIMEOUT = 300
 
 OPTION_NAMES = ('container_prefix', 'config_dir', 'mesh_dir', 'ray_auth', 'download_model', 'download_image',
-                'ngc_key_set', 'ulimits', 'restart_policy', 'secrets_gid', 'ready_timeout')
+                'ngc_key_set', 'ulimits', 'restart_policy', 'secrets_gid', 'ready_timeout', 'image_archive',
+                'overlap_transfers', 'check_mode', 'transfer_timeout', 'transfer_poll_interval')
 
 
 class DockerSpecError(Exception):
@@ -105,6 +107,11 @@ def docker_rank_spec(plan, host, options):
     if ready_timeout <= 0:
         ready_timeout = int((group.get('layout') or {}).get('mpi_start_timeout') or READY_TIMEOUT)
     shm_size_gb = settings['nim_shm_size_gb'] if settings.get('nim_shm_size_gb') is not None else SHM_SIZE_GB
+    # Transfers overlap as background jobs (never in check mode); a downloader image of its own lets
+    # the leader's download start before any image transfer, else it waits for the NIM image.
+    overlap = bool(options['overlap_transfers']) and not bool(options['check_mode'])
+    transfer_timeout = int(options['transfer_timeout'])
+    own_downloader = bool(options['download_image'])
 
     return {
         'member': member,
@@ -135,6 +142,15 @@ def docker_rank_spec(plan, host, options):
         'volumes_cache': [v['volume'] for v in group_volumes if v['base'] == 'cache'],
         'env': env,
         'download_stamp': '%s/download-%s.done' % (group_dir, download_id[:16]),
+        # The leader downloads its group's model (until its stamp says it did).
+        'download_leader': download_model and leader,
+        'from_archive': bool(options['image_archive']),
+        'download_early': overlap and own_downloader,
+        # Seconds a transfer may run as a background job, 0 in the foreground: without overlap, and
+        # for a leader whose download needs the NIM image itself first (image_async_downloading).
+        'image_async': transfer_timeout if overlap else 0,
+        'image_async_downloading': transfer_timeout if overlap and own_downloader else 0,
+        'transfer_retries': int(math.ceil(float(transfer_timeout) / max(int(options['transfer_poll_interval']), 1))),
         'shm_size_gb': shm_size_gb,
         'ready_timeout': ready_timeout,
         # What defines the running group but the image id of each node, which the role adds
@@ -168,3 +184,9 @@ def group_hash(group_spec, image_ids):
     which earlier versions hashed: an upgrade restarts no group."""
     document = dict(group_spec or {}, image_ids=list(image_ids or []))
     return hashlib.sha256(json.dumps(document, sort_keys=True).encode('utf-8')).hexdigest()[:16]
+
+
+def env_file_safe(value):
+    """Whether a value fits on one line of Docker's env file, which has no quoting: printable ASCII
+    without white space (a line break would write variables of its own)."""
+    return all('!' <= char <= '~' for char in value or '')

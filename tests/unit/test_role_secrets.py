@@ -22,6 +22,7 @@ import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
+from ansible_collections.nimstack.multinode.plugins.module_utils import docker_spec
 from ansible_collections.nimstack.multinode.plugins.module_utils.docker_spec import docker_rank_spec
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -178,7 +179,7 @@ def _render(expression, entry=None, **settings):
     for part in ('defaults', 'vars'):
         path = os.path.join(REPO, 'roles', 'nim_docker', part, 'main.yml')
         variables.update(loader.load_from_file(path, trusted_as_template=True))
-    variables.update(settings)
+    variables.update(settings, ansible_check_mode=False)
     templar = Templar(loader=loader, variables=variables)
     plan = {'hosts': {'gpu-0': dict({'mode': 'docker', 'group': 'g', 'rank': 0, 'role': 'leader'}, **(entry or {}))},
             'groups': {'g': {'name': 'g', 'hosts': ['gpu-0'], 'ranks': [], 'launch': {}}}}
@@ -223,7 +224,13 @@ def test_the_env_file_stays_only_where_a_container_reads_it(leader, download_mod
     (u'nvapi-ab\u00e9', False),
 ])
 def test_a_key_that_breaks_the_env_file_is_refused(key, expected):
-    assert _render('_nim_docker_ngc_key_env_safe | bool', nim_docker_ngc_api_key=key) is expected
+    assert docker_spec.env_file_safe(key) is expected
+
+
+def test_the_role_checks_the_key_with_the_filter():
+    with open(os.path.join(REPO, 'roles', 'nim_docker', 'vars', 'main.yml'), encoding='utf-8') as handle:
+        role_vars = yaml.safe_load(handle)
+    assert role_vars['_nim_docker_ngc_key_env_safe'] == '{{ nim_docker_ngc_api_key | nimstack.multinode.env_file_safe }}'
 
 
 def test_the_env_file_is_written_only_after_the_check():

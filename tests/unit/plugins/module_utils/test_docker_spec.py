@@ -5,6 +5,7 @@ import hashlib
 
 import pytest
 
+from ansible_collections.nimstack.multinode.plugins.module_utils import docker_spec as docker_spec_module
 from ansible_collections.nimstack.multinode.plugins.module_utils.docker_spec import (
     OPTION_NAMES, DockerSpecError, docker_rank_spec)
 from ansible_collections.nimstack.multinode.plugins.module_utils.nim_plan import build_plan
@@ -13,7 +14,8 @@ from ansible_collections.nimstack.multinode.tests.unit.models import LLAMA_405B
 OPTIONS = {'container_prefix': 'nim', 'config_dir': '/etc/nimstack/nim', 'mesh_dir': '/etc/nimstack/mesh',
            'ray_auth': 'token', 'download_model': True, 'download_image': '', 'ngc_key_set': True,
            'ulimits': ['memlock:-1:-1', 'stack:67108864'], 'restart_policy': 'unless-stopped',
-           'secrets_gid': 64910, 'ready_timeout': 0}
+           'secrets_gid': 64910, 'ready_timeout': 0, 'image_archive': '', 'overlap_transfers': True,
+           'check_mode': False, 'transfer_timeout': 3600, 'transfer_poll_interval': 10}
 
 
 def _plan(contract='mpi', tag='1.8.4', hosts=2, **settings):
@@ -147,3 +149,22 @@ def test_group_hash_is_that_of_to_json_sort_keys_hashed():
     jinja = get_hash(to_json(dict(spec, image_ids=['sha256:1', '']), sort_keys=True), 'sha256')[:16]
     assert group_hash(spec, ['sha256:1', '']) == jinja
     assert group_hash(spec, ['sha256:2', '']) != group_hash(spec, ['sha256:1', ''])
+
+
+def test_transfers_overlap_outside_check_mode_and_wait_for_the_image_where_the_leader_downloads_with_it():
+    leader = _spec(_plan(), 'gpu-0')
+    assert (leader['download_leader'], leader['download_early']) == (True, False)
+    assert (leader['image_async'], leader['image_async_downloading'], leader['transfer_retries']) == (3600, 0, 360)
+    own = _spec(_plan(), 'gpu-0', download_image='nvcr.io/nim/downloader:1')
+    assert (own['download_early'], own['image_async_downloading']) == (True, 3600)
+    checking = _spec(_plan(), 'gpu-0', check_mode=True, download_image='x:1')
+    assert (checking['image_async'], checking['download_early']) == (0, False)
+    worker = _spec(_plan(), 'gpu-1', transfer_timeout=95, transfer_poll_interval=10)
+    assert (worker['download_leader'], worker['transfer_retries'], worker['from_archive']) == (False, 10, False)
+    assert _spec(_plan(), 'gpu-1', image_archive='/srv/nim.tar')['from_archive'] is True
+
+
+@pytest.mark.parametrize('value,safe', [('nvapi-abc_DEF.123', True), ('', True), ('two words', False),
+                                        ('line\nbreak', False), ('tab\t', False), ('caf\u00e9', False)])
+def test_env_file_safe(value, safe):
+    assert docker_spec_module.env_file_safe(value) is safe
