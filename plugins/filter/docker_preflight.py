@@ -8,6 +8,7 @@ docker_preflight_problems.yml)."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+from ansible_collections.nimstack.multinode.plugins.module_utils.docker_preflight import docker_groups as _docker_groups
 from ansible_collections.nimstack.multinode.plugins.module_utils.docker_preflight import (
     preflight_groups,
     preflight_inputs,
@@ -30,8 +31,13 @@ def docker_preflight_problems(plan, play_hosts, inputs, deploying=True, allow_pa
                               container_gid=container_gid)
 
 
+def docker_groups(plan):
+    return _docker_groups(plan)
+
+
 class FilterModule(object):
     def filters(self):
-        return {'docker_preflight_groups': docker_preflight_groups,
+        return {'docker_groups': docker_groups,
+                'docker_preflight_groups': docker_preflight_groups,
                 'docker_preflight_inputs': docker_preflight_inputs,
                 'docker_preflight_problems': docker_preflight_problems}
