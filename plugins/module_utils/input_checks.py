@@ -23,6 +23,8 @@ import math
 import posixpath
 import re
 
+from ansible_collections.nimstack.multinode.plugins.module_utils import nim_alerts
+
 # Directories of the operating system: a directory the collection creates, fills, mounts or
 # removes recursively must be a dedicated one below them, never one of them.
 SYSTEM_DIRECTORIES = frozenset((
@@ -133,7 +135,7 @@ ACCEPT_CHART_VERSION = 'a chart version such as v25.10.0 or 25.7.0 (major.minor.
 ACCEPT_CHART_ARCHIVE = 'a path on the controller to a chart archive (.tgz), on one line, or empty'
 ACCEPT_CONTROLLER_FILE = 'a file path on the controller (relative, ~ or absolute), on one line, or empty'
 ACCEPT_MAPPING_LIST = 'a YAML list of mappings'
-ACCEPT_DURATION = 'a Prometheus duration such as 15s, 1m30s or 4h (digits and one of ms s m h d w y, repeated)'
+ACCEPT_DURATION = 'a Prometheus duration such as 15s, 1m30s or 4h (digits and a unit, the units y w d h m s ms each at most once, in that order)'
 ACCEPT_HOST_PORTS = 'a YAML list of host:port strings such as 127.0.0.1:9093 or [fd00::1]:9093'
 ACCEPT_HTTP_URL = 'an http:// or https:// URL without spaces'
 ACCEPT_RECEIVER = 'a receiver name of letters, digits, _ . and - (at most 128)'
@@ -626,7 +628,6 @@ def _resources():
     return Rule(check, ACCEPT_RESOURCES, kind='dict')
 
 
-_DURATION_RE = re.compile(r'^([0-9]+(ms|s|m|h|d|w|y))+$')
 _HOST_PORT_RE = re.compile(r'^([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):[0-9]{1,5}$')
 
 
@@ -634,7 +635,8 @@ def _duration():
     def check(value):
         if not isinstance(value, str):
             return P_NOT_STRING
-        return None if _DURATION_RE.match(value) else P_NOT_CHOICE
+        # Prometheus's own grammar (nim_alerts.DURATION_RE): units in order, each once.
+        return None if value and nim_alerts.DURATION_RE.match(value) else P_NOT_CHOICE
     return Rule(check, ACCEPT_DURATION, kind='str')
 
 

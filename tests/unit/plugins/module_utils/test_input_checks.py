@@ -364,3 +364,9 @@ def test_only_the_crds_of_leaderworkerset_may_be_removed():
 ])
 def test_tolerations_are_a_list_of_mappings(value, problem):
     assert check_value('nim_k8s_tolerations', value) == problem
+
+
+@pytest.mark.parametrize('value,ok', [('15s', True), ('1m30s', True), ('4h', True), ('1y2w3d4h5m6s7ms', True),
+                                      ('30s1m', False), ('1m1m', False), ('', False), ('15', False), ('15 s', False)])
+def test_a_duration_is_prometheus_own_grammar(value, ok):
+    assert (input_checks.RULES['monitoring_scrape_interval'].check(value) is None) is ok
