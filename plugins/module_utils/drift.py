@@ -142,14 +142,21 @@ def unit_drift(entry, unit_state):
     return reasons
 
 
-# The most report_content returns of a file: public keys and such, never a large file.
-CONTENT_LIMIT = 65536
+# The most report_content reads of a file: public keys, a daemon.json; never a large file.
+CONTENT_LIMIT = 1048576
+
+
+class DriftError(Exception):
+    """A file asked for with report_content cannot be read whole."""
 
 
 def _content(path):
-    """The text of a small regular file (report_content), None where it is missing or not one."""
-    if not os.path.isfile(path) or os.path.islink(path) or os.path.getsize(path) > CONTENT_LIMIT:
+    """The text of a regular file, followed through a link (report_content); None where there is
+    none. A larger file than CONTENT_LIMIT is an error, never silently nothing."""
+    if not os.path.isfile(path):
         return None
+    if os.path.getsize(path) > CONTENT_LIMIT:
+        raise DriftError('%s: larger than %d bytes, not read' % (path, CONTENT_LIMIT))
     with open(path, 'rb') as handle:
         return handle.read().decode('utf-8', 'replace')
 
@@ -165,9 +172,10 @@ def group_drift(entry, groups):
 
 def drift(files, units, owner_name, group_name, unit_state, groups=(), host_groups=()):
     """Every reason the host differs from ``files``, ``units`` and ``groups``; the sha1 of each
-    file asked for with report_checksum, and the text of each asked for with report_content
-    (public files only: a key's public half)."""
-    reasons, checksums, contents = [], {}, {}
+    file asked for with report_checksum, the text of each asked for with report_content (never a
+    secret: a key's public half, a daemon.json) and whether each asked for with report_exists
+    exists (a link to nothing does not)."""
+    reasons, checksums, contents, exists = [], {}, {}, {}
     for entry in files:
         found, checksum = path_drift(entry, owner_name, group_name)
         reasons.extend(found)
@@ -175,8 +183,10 @@ def drift(files, units, owner_name, group_name, unit_state, groups=(), host_grou
             checksums[entry['path']] = checksum
         if entry.get('report_content'):
             contents[entry['path']] = _content(entry['path'])
+        if entry.get('report_exists'):
+            exists[entry['path']] = os.path.exists(entry['path'])
     for entry in units:
         reasons.extend(unit_drift(entry, unit_state))
     for entry in groups:
         reasons.extend(group_drift(entry, host_groups))
-    return reasons, checksums, contents
+    return reasons, checksums, contents, exists

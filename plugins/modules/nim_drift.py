@@ -29,7 +29,8 @@ options:
         C(marker_owner) (a directory holds the collection's marker naming this role),
         C(prune_except) (with C(marker_owner): no directory of that role is left in it but these names),
         C(report_checksum) (return the file's SHA-1, never its content), C(report_content) (return
-        the text of a small public file, such as a key's public half; never use it on a secret)."
+        the text of a file of at most 1 MiB, such as a key's public half; never use it on a secret),
+        C(report_exists) (return whether the path exists)."
       - C(owner) and C(group) are names, or numbers as text.
     type: list
     elements: dict
@@ -97,6 +98,10 @@ contents:
   description: The text of each file asked for with report_content (null where it is missing).
   returned: always
   type: dict
+exists:
+  description: Whether each path asked for with report_exists exists.
+  returned: always
+  type: dict
 '''
 
 import grp
@@ -144,17 +149,21 @@ def main():
 
     host_groups = ([(entry.gr_name, entry.gr_gid, list(entry.gr_mem)) for entry in grp.getgrall()]
                    if module.params['groups'] else [])
-    reasons, checksums, contents = drift_utils.drift(
-        module.params['files'], module.params['units'],
-        lambda uid: _name(pwd.getpwuid, uid), lambda gid: _name(grp.getgrgid, gid), unit_state,
-        module.params['groups'], host_groups)
+    try:
+        reasons, checksums, contents, exists = drift_utils.drift(
+            module.params['files'], module.params['units'],
+            lambda uid: _name(pwd.getpwuid, uid), lambda gid: _name(grp.getgrgid, gid), unit_state,
+            module.params['groups'], host_groups)
+    except drift_utils.DriftError as exc:
+        module.fail_json(msg=str(exc))
     if module.params['nft_tables']:
         listed = []
         if os.path.exists(module.params['nft_command']):
             _rc, out, _err = module.run_command([module.params['nft_command'], 'list', 'tables'])
             listed = out.splitlines()
         reasons.extend(drift_utils.table_drift(module.params['nft_tables'], listed))
-    module.exit_json(changed=False, drift=reasons, in_sync=not reasons, checksums=checksums, contents=contents)
+    module.exit_json(changed=False, drift=reasons, in_sync=not reasons, checksums=checksums, contents=contents,
+                     exists=exists)
 
 
 if __name__ == '__main__':

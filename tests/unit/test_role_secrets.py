@@ -261,4 +261,6 @@ def test_a_comparison_reads_back_only_public_halves():
     read = [(source, task, entry['path']) for source, task, args in _drift_tasks()
             for entry in args.get('files') or [] if entry.get('report_content')]
     assert read, 'the SSH mesh reads the public halves of its keys'
-    assert [_label(s, t) + ' ' + p for s, t, p in read if not p.endswith(".pub") and not p.endswith(".pub'] }}")] == []
+    # The public halves of the mesh's keys, and daemon.json (which the docker role merges into).
+    assert [_label(s, t) + ' ' + p for s, t, p in read
+            if not p.endswith(".pub") and p != '{{ docker_daemon_json_path }}'] == []

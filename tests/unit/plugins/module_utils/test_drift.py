@@ -8,6 +8,8 @@ import grp
 import os
 import pwd
 
+import pytest
+
 from ansible_collections.nimstack.multinode.plugins.module_utils import drift, nim_ownership
 
 OWNER = pwd.getpwuid(os.getuid())[0]
@@ -27,7 +29,7 @@ def _units(states):
 
 
 def _check(files, units=(), states=None):
-    reasons, checksums, _contents = drift.drift(files, list(units), _names, _groups, _units(states or {}))
+    reasons, checksums, _contents, _exists = drift.drift(files, list(units), _names, _groups, _units(states or {}))
     return reasons, checksums
 
 
@@ -104,7 +106,7 @@ def test_owner_and_group_may_be_numbers(tmp_path):
 
 def test_contents_of_public_files_are_reported(tmp_path):
     path = _write(tmp_path / 'key.pub', 'ssh-ed25519 AAAA host\n')
-    _reasons, _checksums, contents = drift.drift(
+    _reasons, _checksums, contents, _exists = drift.drift(
         [{'path': path, 'report_content': True}, {'path': str(tmp_path / 'none.pub'), 'state': 'any', 'report_content': True}],
         [], _names, _groups, _units({}))
     assert contents == {path: 'ssh-ed25519 AAAA host\n', str(tmp_path / 'none.pub'): None}
@@ -141,3 +143,16 @@ def test_a_unit_wanted_disabled_may_be_missing_and_booleans_may_be_text():
 def test_a_table_that_is_not_loaded_is_drift():
     assert drift.table_drift(['inet nimstack'], ['table inet filter', 'table inet nimstack']) == []
     assert drift.table_drift(['inet nimstack'], ['table ip nat']) == ['table inet nimstack: not loaded']
+
+
+def test_contents_follow_links_and_a_large_file_is_an_error(tmp_path):
+    target = _write(tmp_path / 'daemon.json', '{}\n')
+    os.symlink(target, str(tmp_path / 'link.json'))
+    big = _write(tmp_path / 'big', 'x' * (drift.CONTENT_LIMIT + 1))
+    found = drift.drift([{'path': str(tmp_path / 'link.json'), 'state': 'any', 'report_content': True, 'report_exists': True},
+                         {'path': str(tmp_path / 'none'), 'state': 'any', 'report_exists': True}],
+                        [], _names, _groups, _units({}))
+    assert found[2] == {str(tmp_path / 'link.json'): '{}\n'}
+    assert found[3] == {str(tmp_path / 'link.json'): True, str(tmp_path / 'none'): False}
+    with pytest.raises(drift.DriftError):
+        drift.drift([{'path': big, 'report_content': True}], [], _names, _groups, _units({}))
