@@ -30,11 +30,13 @@ ROLE = os.path.join(REPO, 'roles', 'nim_k8s')
 PLAIN_FILTERS = {'default', 'bool', 'int', 'length', 'ansible.builtin.realpath'}
 # Operators that build or combine values.
 BUILDING_OPERATORS = {'+', '-', '*', '/', '//', '%', '~', '{'}
+# Jinja's words that a [ after them opens a list, not a subscript.
 KEYWORDS = {'if', 'else', 'in', 'not', 'and', 'or', 'is'}
-# Keys of a task whose text is never printed with a value: conditions and its name.
+# Keys of a task whose text is never printed with a value: conditions, its name, a block's tasks
+# (each checked on its own).
 QUIET_KEYS = ('name', 'when', 'changed_when', 'failed_when', 'until', 'block', 'rescue', 'always')
+# The role's own secret setting (the playbook passes nim_ngc_api_key).
 SECRET_SETTINGS = {'nim_k8s_ngc_api_key'}
-
 
 
 def _load(path):
@@ -193,6 +195,9 @@ def test_every_task_that_reads_a_secret_hides_it():
     secrets = secret_names()
     readers, offenders = [], []
     for source, node in _role_nodes():
+        # A name is printed even with no_log.
+        if _names(node.get('name') or '') & secrets:
+            offenders.append('%s: %s (its name)' % (source, node.get('name')))
         if any(key in node for key in ('block', 'rescue', 'always')):
             continue
         if _names(_printing_part(node)) & secrets:
