@@ -264,3 +264,12 @@ def test_a_comparison_reads_back_only_public_halves():
     # The public halves of the mesh's keys, and daemon.json (which the docker role merges into).
     assert [_label(s, t) + ' ' + p for s, t, p in read
             if not p.endswith(".pub") and p != '{{ docker_daemon_json_path }}'] == []
+
+
+def test_applying_the_lws_release_manifest_is_hidden():
+    # Its webhook certificate Secret comes back from the API server with the keys LWS filled in.
+    found = [(source, task) for source, task in _all_tasks()
+             if _module(task)[0] == 'kubernetes.core.k8s' and source.startswith('roles/lws/')
+             and any(name in yaml.safe_dump(_module(task)[1]) for name in ('_lws_manifest', '_lws_patched_objects'))]
+    assert len(found) >= 2
+    assert [_label(s, t) for s, t in found if t.get('no_log') is not True] == []
