@@ -16,6 +16,7 @@
 import glob
 import os
 import re
+import sys
 
 import yaml
 from jinja2 import Environment
@@ -23,6 +24,11 @@ from jinja2 import Environment
 from ansible_collections.nimstack.multinode.plugins.module_utils import k8s_objects
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, 'tests', 'awx'))
+
+# The one walker of task files the tests share (blocks opened).
+from messages import tasks  # noqa: E402  pylint: disable=wrong-import-position
+
 ROLE = os.path.join(REPO, 'roles', 'nim_k8s')
 
 # Filters an expression of vars/main.yml may use besides the collection's own: a default, a type,
@@ -128,20 +134,9 @@ def test_the_tables_kept_as_data_are_python_s():
     assert values['_nim_k8s_storage_kinds'] == list(k8s_objects.STORAGE_KINDS)
 
 
-def _nodes(node):
-    """Every task and block of a task list, blocks opened."""
-    if isinstance(node, list):
-        for item in node:
-            yield from _nodes(item)
-    elif isinstance(node, dict):
-        yield node
-        for key in ('block', 'rescue', 'always'):
-            yield from _nodes(node.get(key) or [])
-
-
 def _role_nodes():
     for path in sorted(glob.glob(os.path.join(ROLE, 'tasks', '*.yml'))):
-        for node in _nodes(_load(path) or []):
+        for node in tasks(_load(path) or []):
             yield os.path.relpath(path, REPO), node
 
 
