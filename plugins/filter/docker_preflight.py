@@ -8,31 +8,28 @@ docker_preflight_problems.yml)."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.nimstack.multinode.plugins.module_utils.docker_preflight import docker_groups as _docker_groups
-from ansible_collections.nimstack.multinode.plugins.module_utils.docker_preflight import (
-    preflight_groups,
-    preflight_inputs,
-    preflight_problems,
-)
+from ansible_collections.nimstack.multinode.plugins.module_utils.lazy import lazy_module
+
+_preflight = lazy_module('docker_preflight')
 
 
 def docker_preflight_groups(plan, play_hosts, inputs=None):
-    return preflight_groups(plan, play_hosts, inputs)
+    return _preflight.preflight_groups(plan, play_hosts, inputs)
 
 
 def docker_preflight_inputs(plan, play_hosts, hostvars, play_inputs, key_from_inventory=False):
-    return preflight_inputs(plan, play_hosts, hostvars, play_inputs, key_from_inventory=bool(key_from_inventory))
+    return _preflight.preflight_inputs(plan, play_hosts, hostvars, play_inputs, key_from_inventory=bool(key_from_inventory))
 
 
 def docker_preflight_problems(plan, play_hosts, inputs, deploying=True, allow_partial=False, secrets_gid=0,
                               ulimits=None, canary=None, container_gid=1000):
-    return preflight_problems(plan, play_hosts, inputs, deploying=bool(deploying), allow_partial=bool(allow_partial),
-                              secrets_gid=secrets_gid, ulimits=ulimits, canary=canary or None,
-                              container_gid=container_gid)
+    return _preflight.preflight_problems(plan, play_hosts, inputs, deploying=bool(deploying),
+                                         allow_partial=bool(allow_partial), secrets_gid=secrets_gid,
+                                         ulimits=ulimits, canary=canary or None, container_gid=container_gid)
 
 
 def docker_groups(plan):
-    return _docker_groups(plan)
+    return _preflight.docker_groups(plan)
 
 
 class FilterModule(object):

@@ -8,7 +8,9 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.nimstack.multinode.plugins.module_utils import docker_spec
+from ansible_collections.nimstack.multinode.plugins.module_utils.lazy import lazy_module
+
+docker_spec = lazy_module('docker_spec')
 
 
 def docker_rank_spec(plan, host, options):

@@ -8,7 +8,9 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.nimstack.multinode.plugins.module_utils import driver_plan as _driver
+from ansible_collections.nimstack.multinode.plugins.module_utils.lazy import lazy_module
+
+_driver = lazy_module('driver_plan')
 
 
 def _inputs(name, inputs):

@@ -9,22 +9,23 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.nimstack.multinode.plugins.module_utils.frontend import frontend_pools as _frontend_pools
-from ansible_collections.nimstack.multinode.plugins.module_utils.frontend import frontend_problems as _frontend_problems
+from ansible_collections.nimstack.multinode.plugins.module_utils.lazy import lazy_module
+
+_frontend = lazy_module('frontend')
 
 
 def frontend_pools(groups):
     if not isinstance(groups, dict):
         raise AnsibleFilterError('frontend_pools: expects the groups of nimstack.multinode.nim_plan (a dict), got %r'
                                  % type(groups).__name__)
-    return _frontend_pools(groups)
+    return _frontend.frontend_pools(groups)
 
 
 def frontend_problems(plan, frontends):
     if not isinstance(plan, dict) or not isinstance(frontends, dict):
         raise AnsibleFilterError('frontend_problems: expects the whole plan of nimstack.multinode.nim_plan and a dict of '
                                  'front door hosts to their settings')
-    return _frontend_problems(plan, frontends)
+    return _frontend.frontend_problems(plan, frontends)
 
 
 class FilterModule(object):

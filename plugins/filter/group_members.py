@@ -10,7 +10,10 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.nimstack.multinode.plugins.module_utils import group_members, rolling_restart
+from ansible_collections.nimstack.multinode.plugins.module_utils.lazy import lazy_module
+
+group_members = lazy_module('group_members')
+rolling_restart = lazy_module('rolling_restart')
 
 
 def _registered(hostvars, host, name, *path):

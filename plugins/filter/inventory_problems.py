@@ -8,17 +8,11 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.nimstack.multinode.plugins.module_utils.inventory_checks import (
-    DEFAULT_MAX_VERSION,
-    DEFAULT_MIN_VERSION,
-    DEFAULT_NODE_GROUP,
-    DEFAULT_SUPPORTED_OS,
-    InventoryCheckError,
-    check_inventory as _check_inventory,
-)
-from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import CHECKED_VARIABLES
-from ansible_collections.nimstack.multinode.plugins.module_utils.inventory_checks import CONTROLLER_PREFIXES
-from ansible_collections.nimstack.multinode.plugins.module_utils.nim_plan import SETTING_NAMES
+from ansible_collections.nimstack.multinode.plugins.module_utils.lazy import lazy_module
+
+_checks = lazy_module('inventory_checks')
+_input_checks = lazy_module('input_checks')
+_plan = lazy_module('nim_plan')
 
 _HOST_VARS = ('nim_group', 'nim_node_rank')
 _OS_FACTS = ('distribution', 'distribution_version', 'distribution_major_version', 'os_family')
@@ -32,7 +26,7 @@ def _pick(hvars, names):
 def _inputs(hvars):
     # A value whose template cannot be resolved here is left to the role that uses it.
     picked = {}
-    for name in CHECKED_VARIABLES:
+    for name in _input_checks.CHECKED_VARIABLES:
         if name in hvars:
             try:
                 picked[name] = hvars[name]
@@ -44,7 +38,7 @@ def _inputs(hvars):
 def _controller_settings(hvars):
     """The settings of the controller's plays that a host's variables hold."""
     picked = {}
-    for name in [n for n in hvars if isinstance(n, str) and n.startswith(CONTROLLER_PREFIXES)]:
+    for name in [n for n in hvars if isinstance(n, str) and n.startswith(_checks.CONTROLLER_PREFIXES)]:
         try:
             picked[name] = hvars[name]
         except Exception:  # pylint: disable=broad-except
@@ -52,14 +46,15 @@ def _controller_settings(hvars):
     return picked
 
 
-def inventory_problems(hostvars, groups, ansible_version, node_group=DEFAULT_NODE_GROUP,
-                       default_group='default', min_version=DEFAULT_MIN_VERSION,
-                       max_version=DEFAULT_MAX_VERSION, supported_os=None, check_os=True,
+def inventory_problems(hostvars, groups, ansible_version, node_group=None,
+                       default_group='default', min_version=None,
+                       max_version=None, supported_os=None, check_os=True,
                        check_inputs=True, input_groups=('nfs_server', 'nim_frontend', 'nim_monitoring'),
                        check_inventory=True):
     if not isinstance(ansible_version, str):
         raise AnsibleFilterError('inventory_problems: ansible_version must be a string such as '
                                  'ansible_version.full, got %r' % (ansible_version,))
+    node_group = node_group or _checks.DEFAULT_NODE_GROUP
     hosts = list((groups or {}).get(node_group) or [])
     # hostvars[host] works out all of a host's variables: once per host, for every check below.
     node_vars = dict((host, hostvars[host]) for host in hosts)
@@ -89,14 +84,15 @@ def inventory_problems(hostvars, groups, ansible_version, node_group=DEFAULT_NOD
         except KeyError:
             controller = {}
     try:
-        return _check_inventory(groups, host_vars, ansible_version, node_group=node_group,
-                                default_group=default_group, min_version=min_version,
-                                max_version=max_version,
-                                supported_os=supported_os or DEFAULT_SUPPORTED_OS,
-                                host_facts=host_facts, input_vars=input_vars,
-                                inventory=check_inventory, node_settings=node_settings,
-                                controller_settings=controller, plan_settings=SETTING_NAMES)
-    except InventoryCheckError as exc:
+        return _checks.check_inventory(groups, host_vars, ansible_version, node_group=node_group,
+                                       default_group=default_group,
+                                       min_version=min_version or _checks.DEFAULT_MIN_VERSION,
+                                       max_version=max_version or _checks.DEFAULT_MAX_VERSION,
+                                       supported_os=supported_os or _checks.DEFAULT_SUPPORTED_OS,
+                                       host_facts=host_facts, input_vars=input_vars,
+                                       inventory=check_inventory, node_settings=node_settings,
+                                       controller_settings=controller, plan_settings=_plan.SETTING_NAMES)
+    except _checks.InventoryCheckError as exc:
         raise AnsibleFilterError('inventory_problems: %s' % exc)
 
 

@@ -11,7 +11,10 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.nimstack.multinode.plugins.filter.k8s_object_files import k8s_object_files
-from ansible_collections.nimstack.multinode.plugins.module_utils import k8s_objects, k8s_preflight
+from ansible_collections.nimstack.multinode.plugins.module_utils.lazy import lazy_module
+
+k8s_objects = lazy_module('k8s_objects')
+k8s_preflight = lazy_module('k8s_preflight')
 
 
 def _plan(name, plan):

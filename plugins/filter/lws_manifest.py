@@ -9,7 +9,9 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 from ansible.plugins.filter.core import from_yaml, to_nice_yaml
 
-from ansible_collections.nimstack.multinode.plugins.module_utils.lws_manifest import patch_manifest
+from ansible_collections.nimstack.multinode.plugins.module_utils.lazy import lazy_module
+
+_lws = lazy_module('lws_manifest')
 
 
 def _dump(data):
@@ -20,7 +22,7 @@ def lws_patched_manifest(objects, gang, configmap, config_key, annotation, check
     if not isinstance(objects, list) or not all(isinstance(obj, dict) for obj in objects):
         raise AnsibleFilterError('lws_patched_manifest: expects the list of the manifest objects')
     try:
-        return patch_manifest(objects, gang, configmap, config_key, annotation, checksum, from_yaml, _dump, extra)
+        return _lws.patch_manifest(objects, gang, configmap, config_key, annotation, checksum, from_yaml, _dump, extra)
     except (KeyError, TypeError, AttributeError) as exc:
         raise AnsibleFilterError('lws_patched_manifest: the manifest is not in the expected shape: %s' % exc)
 

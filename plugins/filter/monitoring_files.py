@@ -9,7 +9,9 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.nimstack.multinode.plugins.module_utils.monitoring import monitoring_files as _monitoring_files
+from ansible_collections.nimstack.multinode.plugins.module_utils.lazy import lazy_module
+
+_monitoring = lazy_module('monitoring')
 
 
 def monitoring_files(groups, settings=None):
@@ -17,7 +19,7 @@ def monitoring_files(groups, settings=None):
         raise AnsibleFilterError('monitoring_files: expects the groups of nimstack.multinode.nim_plan (a dict) and a '
                                  'dict of settings')
     try:
-        return _monitoring_files(groups, settings)
+        return _monitoring.monitoring_files(groups, settings)
     except ValueError as exc:
         raise AnsibleFilterError('monitoring_files: %s' % exc)
 

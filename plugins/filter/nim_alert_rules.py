@@ -9,8 +9,9 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.nimstack.multinode.plugins.module_utils.nim_alerts import AlertConfigError
-from ansible_collections.nimstack.multinode.plugins.module_utils.nim_alerts import rule_groups
+from ansible_collections.nimstack.multinode.plugins.module_utils.lazy import lazy_module
+
+_alerts = lazy_module('nim_alerts')
 
 
 def nim_alert_rules(thresholds=None):
@@ -18,8 +19,8 @@ def nim_alert_rules(thresholds=None):
         raise AnsibleFilterError('nim_alert_rules: expects a dict of threshold overrides (or none), got %r'
                                  % type(thresholds).__name__)
     try:
-        return rule_groups(dict(thresholds or {}))
-    except AlertConfigError as exc:
+        return _alerts.rule_groups(dict(thresholds or {}))
+    except _alerts.AlertConfigError as exc:
         raise AnsibleFilterError('nim_alert_rules: %s' % exc)
 
 

@@ -6,11 +6,13 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.nimstack.multinode.plugins.module_utils.nim_ownership import container_owner
+from ansible_collections.nimstack.multinode.plugins.module_utils.lazy import lazy_module
+
+_ownership = lazy_module('nim_ownership')
 
 
 def nim_container_owner(info, group):
-    return container_owner(info, group)
+    return _ownership.container_owner(info, group)
 
 
 class FilterModule(object):

@@ -6,15 +6,17 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.nimstack.multinode.plugins.module_utils.nim_plan import DEFAULT_GROUP, plan_nodes
+from ansible_collections.nimstack.multinode.plugins.module_utils.lazy import lazy_module
+
+_plan = lazy_module('nim_plan')
 
 
 def nim_plan_nodes(hostvars, hosts):
     hosts = list(hosts or [])
     # A host without nim_group belongs to the group the validator counts it in: the first node's
     # validate_inventory_default_nim_group, as playbooks/preflight.yml reads it.
-    default_group = hostvars[hosts[0]].get('validate_inventory_default_nim_group', DEFAULT_GROUP) if hosts else DEFAULT_GROUP
-    return plan_nodes(hosts, hostvars, default_group=default_group)
+    default_group = hostvars[hosts[0]].get('validate_inventory_default_nim_group', _plan.DEFAULT_GROUP) if hosts else _plan.DEFAULT_GROUP
+    return _plan.plan_nodes(hosts, hostvars, default_group=default_group)
 
 
 class FilterModule(object):

@@ -8,7 +8,9 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.nimstack.multinode.plugins.module_utils import rolling_restart
+from ansible_collections.nimstack.multinode.plugins.module_utils.lazy import lazy_module
+
+rolling_restart = lazy_module('rolling_restart')
 
 
 def restart_waves(hosts, needing, max_unavailable_groups=1):
@@ -27,8 +29,8 @@ def rollout_waves(groups, restarting, serving, max_unavailable_groups=1, canary=
         raise AnsibleFilterError('rollout_waves: %s' % exc)
 
 
-def max_unavailable_problems(value, name=rolling_restart.MAX_UNAVAILABLE_VAR):
-    return rolling_restart.max_unavailable_problems(value, name)
+def max_unavailable_problems(value, name=None):
+    return rolling_restart.max_unavailable_problems(value, name or rolling_restart.MAX_UNAVAILABLE_VAR)
 
 
 def docker_daemon_plan(current, **settings):

@@ -8,14 +8,16 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.nimstack.multinode.plugins.module_utils.k8s_rollout import rollout_problem as _rollout_problem
+from ansible_collections.nimstack.multinode.plugins.module_utils.lazy import lazy_module
+
+_rollout = lazy_module('k8s_rollout')
 
 
 def rollout_problem(resources):
     if not isinstance(resources, list):
         raise AnsibleFilterError('rollout_problem: expects the resources list of kubernetes.core.k8s_info, got %r'
                                  % type(resources).__name__)
-    return _rollout_problem(resources)
+    return _rollout.rollout_problem(resources)
 
 
 class FilterModule(object):

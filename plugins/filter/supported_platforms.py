@@ -8,14 +8,12 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.nimstack.multinode.plugins.module_utils import platforms
+from ansible_collections.nimstack.multinode.plugins.module_utils.lazy import lazy_module
 
-_VIEWS = {
-    'platforms': platforms.platform_names,
-    'families': platforms.os_families,
-    'distributions': platforms.distributions,
-    'entries': lambda supported_os: [dict(entry) for entry in supported_os],
-}
+platforms = lazy_module('platforms')
+
+# The function of module_utils/platforms.py behind each view; entries are the entries themselves.
+_VIEWS = {'platforms': 'platform_names', 'families': 'os_families', 'distributions': 'distributions', 'entries': None}
 
 
 def supported_platforms(value=None, view='platforms'):
@@ -28,7 +26,10 @@ def supported_platforms(value=None, view='platforms'):
                                      % (value,))
         if view == 'families' and not all('os_family' in e for e in value):
             raise AnsibleFilterError('supported_platforms: the families view needs os_family in every entry')
-    return _VIEWS[view](value or platforms.SUPPORTED_OS)
+    supported_os = value or platforms.SUPPORTED_OS
+    if _VIEWS[view] is None:
+        return [dict(entry) for entry in supported_os]
+    return getattr(platforms, _VIEWS[view])(supported_os)
 
 
 class FilterModule(object):

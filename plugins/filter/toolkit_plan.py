@@ -8,8 +8,10 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.nimstack.multinode.plugins.module_utils import toolkit_plan as _toolkit
-from ansible_collections.nimstack.multinode.plugins.module_utils.driver_plan import DriverPlanError
+from ansible_collections.nimstack.multinode.plugins.module_utils.lazy import lazy_module
+
+_toolkit = lazy_module('toolkit_plan')
+_driver = lazy_module('driver_plan')
 
 
 def toolkit_problems(inputs):
@@ -17,14 +19,14 @@ def toolkit_problems(inputs):
         raise AnsibleFilterError('toolkit_problems: expects the role inputs as a mapping, got %r' % type(inputs).__name__)
     try:
         return _toolkit.toolkit_problems(inputs)
-    except DriverPlanError as exc:
+    except _driver.DriverPlanError as exc:
         raise AnsibleFilterError('toolkit_problems: %s' % exc)
 
 
 def toolkit_packages(packages, version, pkg_mgr):
     try:
         return _toolkit.toolkit_packages(packages, version, pkg_mgr)
-    except DriverPlanError as exc:
+    except _driver.DriverPlanError as exc:
         raise AnsibleFilterError('toolkit_packages: %s' % exc)
 
 
