@@ -28,13 +28,8 @@ def docker_preflight_problems(plan, play_hosts, inputs, deploying=True, allow_pa
                                          ulimits=ulimits, canary=canary or None, container_gid=container_gid)
 
 
-def docker_groups(plan):
-    return _preflight.docker_groups(plan)
-
-
 class FilterModule(object):
     def filters(self):
-        return {'docker_groups': docker_groups,
-                'docker_preflight_groups': docker_preflight_groups,
+        return {'docker_preflight_groups': docker_preflight_groups,
                 'docker_preflight_inputs': docker_preflight_inputs,
                 'docker_preflight_problems': docker_preflight_problems}

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, nimstack maintainers
 # SPDX-License-Identifier: Apache-2.0
-"""Filters docker_rank_spec and docker_group_hash (docs in the .yml files)."""
+"""Filters docker_groups, docker_rank_spec, docker_group_hash and env_file_safe (docs in the .yml files)."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -11,6 +11,10 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.nimstack.multinode.plugins.module_utils.lazy import lazy_module
 
 docker_spec = lazy_module('docker_spec')
+
+
+def docker_groups(plan):
+    return docker_spec.docker_groups(plan)
 
 
 def docker_rank_spec(plan, host, options):
@@ -36,4 +40,4 @@ def env_file_safe(value):
 
 class FilterModule(object):
     def filters(self):
-        return {'docker_rank_spec': docker_rank_spec, 'docker_group_hash': docker_group_hash, 'env_file_safe': env_file_safe}
+        return {'docker_groups': docker_groups, 'docker_rank_spec': docker_rank_spec, 'docker_group_hash': docker_group_hash, 'env_file_safe': env_file_safe}

@@ -15,6 +15,7 @@ __metaclass__ = type
 import os
 import re
 
+from ansible_collections.nimstack.multinode.plugins.module_utils.docker_spec import docker_groups
 from ansible_collections.nimstack.multinode.plugins.module_utils.driver_plan import as_int
 from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import (
     DEFAULT_SECRETS_GID, SECRETS_GID_MIN, SHARED_GIDS, as_bool, image_reference)
@@ -41,13 +42,6 @@ def _unique(items):
         if item not in out:
             out.append(item)
     return out
-
-
-def docker_groups(plan):
-    """The Docker groups of the plan, one after the other by name."""
-    groups = (plan or {}).get('groups') or {} if isinstance(plan, dict) else {}
-    return sorted((g for g in groups.values() if isinstance(g, dict) and g.get('mode') == 'docker'),
-                  key=lambda g: g.get('name') or '')
 
 
 def preflight_groups(plan, play_hosts, inputs=None):

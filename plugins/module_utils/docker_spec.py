@@ -66,6 +66,13 @@ def _volumes(launch, bases, needs):
     return out
 
 
+def docker_groups(plan):
+    """The Docker groups of the plan, one after the other by name."""
+    groups = (plan or {}).get('groups') or {} if isinstance(plan, dict) else {}
+    return sorted((g for g in groups.values() if isinstance(g, dict) and g.get('mode') == 'docker'),
+                  key=lambda g: g.get('name') or '')
+
+
 def docker_rank_spec(plan, host, options):
     """The spec of ``host`` ({} values where the host is in no Docker group of ``plan``).
 
@@ -114,6 +121,8 @@ def docker_rank_spec(plan, host, options):
     own_downloader = bool(options['download_image'])
 
     return {
+        # The names of every Docker group of the plan, this host's or not.
+        'docker_groups': [g.get('name') for g in docker_groups(plan)],
         'member': member,
         'leader': leader,
         'group': name,

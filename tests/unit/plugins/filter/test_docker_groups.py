@@ -2,7 +2,7 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.nimstack.multinode.plugins.filter.docker_preflight import FilterModule
+from ansible_collections.nimstack.multinode.plugins.filter.docker_spec import FilterModule
 
 
 def test_the_docker_groups_of_the_plan_by_name():

@@ -45,6 +45,15 @@ def test_names_and_paths_come_from_the_group_and_the_settings():
     assert _spec(_plan(nim_api_port=9000), 'gpu-1')['api_port'] == 9000
 
 
+def test_every_host_names_every_docker_group_of_the_plan():
+    plan = _plan()
+    plan['groups']['k8s'] = {'name': 'k8s', 'mode': 'k8s'}
+    plan['groups']['aaa'] = dict(plan['groups']['llm'], name='aaa')
+    assert _spec(plan, 'gpu-1')['docker_groups'] == ['aaa', 'llm']
+    assert _spec(plan, 'elsewhere')['docker_groups'] == ['aaa', 'llm']
+    assert _spec({}, 'gpu-0')['docker_groups'] == []
+
+
 def test_the_mpi_leader_mounts_the_hostfile_and_a_worker_the_authorized_keys():
     plan = _plan()
     leader, worker = _spec(plan, 'gpu-0'), _spec(plan, 'gpu-1')
