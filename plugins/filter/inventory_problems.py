@@ -54,7 +54,8 @@ def inventory_problems(hostvars, groups, ansible_version, node_group=None,
     if not isinstance(ansible_version, str):
         raise AnsibleFilterError('inventory_problems: ansible_version must be a string such as '
                                  'ansible_version.full, got %r' % (ansible_version,))
-    node_group = node_group or _checks.DEFAULT_NODE_GROUP
+    # The defaults live in inventory_checks, read here so that loading this file imports nothing.
+    node_group = _checks.DEFAULT_NODE_GROUP if node_group is None else node_group
     hosts = list((groups or {}).get(node_group) or [])
     # hostvars[host] works out all of a host's variables: once per host, for every check below.
     node_vars = dict((host, hostvars[host]) for host in hosts)
@@ -86,8 +87,8 @@ def inventory_problems(hostvars, groups, ansible_version, node_group=None,
     try:
         return _checks.check_inventory(groups, host_vars, ansible_version, node_group=node_group,
                                        default_group=default_group,
-                                       min_version=min_version or _checks.DEFAULT_MIN_VERSION,
-                                       max_version=max_version or _checks.DEFAULT_MAX_VERSION,
+                                       min_version=_checks.DEFAULT_MIN_VERSION if min_version is None else min_version,
+                                       max_version=_checks.DEFAULT_MAX_VERSION if max_version is None else max_version,
                                        supported_os=supported_os or _checks.DEFAULT_SUPPORTED_OS,
                                        host_facts=host_facts, input_vars=input_vars,
                                        inventory=check_inventory, node_settings=node_settings,

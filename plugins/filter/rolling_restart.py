@@ -30,7 +30,7 @@ def rollout_waves(groups, restarting, serving, max_unavailable_groups=1, canary=
 
 
 def max_unavailable_problems(value, name=None):
-    return rolling_restart.max_unavailable_problems(value, name or rolling_restart.MAX_UNAVAILABLE_VAR)
+    return rolling_restart.max_unavailable_problems(value, rolling_restart.MAX_UNAVAILABLE_VAR if name is None else name)
 
 
 def docker_daemon_plan(current, **settings):
