@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, nimstack maintainers
 # SPDX-License-Identifier: Apache-2.0
-"""Filters k8s_groups, k8s_problems, k8s_capacity_groups, k8s_group_specs, k8s_alert_rule, k8s_references,
+"""Filters k8s_groups, k8s_limited_groups, k8s_limit_problems, k8s_run_scope, k8s_problems, k8s_capacity_groups, k8s_group_specs, k8s_alert_rule, k8s_references,
 k8s_namespaces, k8s_namespace_objects, k8s_ngc_secrets, k8s_ssh_secret, k8s_missing_monitoring, k8s_group_objects,
 k8s_render_files, k8s_operator_running and k8s_ssh_secret_groups of the role nim_k8s (docs in the .yml files)."""
 
@@ -32,6 +32,22 @@ def _settings(name, settings):
 
 def k8s_groups(plan):
     return k8s_preflight.k8s_groups(_plan('k8s_groups', plan))
+
+
+def k8s_limited_groups(plan, play_hosts):
+    return k8s_preflight.limited_groups(_plan('k8s_limited_groups', plan), list(play_hosts or []))['whole']
+
+
+def k8s_limit_problems(plan, play_hosts, limit=None, inventory_groups=None):
+    return k8s_preflight.limit_problems(_plan('k8s_limit_problems', plan), list(play_hosts or []), limit,
+                                        dict(inventory_groups or {}))
+
+
+def k8s_run_scope(plan, names=None, state='present', monitoring=True):
+    try:
+        return k8s_preflight.run_scope(_plan('k8s_run_scope', plan), list(names or []), state, monitoring)
+    except ValueError as exc:
+        raise AnsibleFilterError('k8s_run_scope: %s' % exc)
 
 
 def k8s_problems(plan, settings):
@@ -119,6 +135,9 @@ class FilterModule(object):
     def filters(self):
         return {
             'k8s_groups': k8s_groups,
+            'k8s_limited_groups': k8s_limited_groups,
+            'k8s_limit_problems': k8s_limit_problems,
+            'k8s_run_scope': k8s_run_scope,
             'k8s_problems': k8s_problems,
             'k8s_capacity_groups': k8s_capacity_groups,
             'k8s_group_specs': k8s_group_specs,

@@ -32,6 +32,11 @@ _VERSION_RE = re.compile(r'^\s*(\d+)\.(\d+)(?:\.(\d+))?')
 
 GROUP_NAME_RULE = ("1-30 lowercase letters, digits and '-', starting with a letter and ending "
                    "with a letter or digit")
+# The inventory name of a host of a deployment group: --limit and the plays select hosts by it (a
+# pattern splits at a space or a comma), and the ranks are named after it.
+HOST_NAME_RE = re.compile(r'[A-Za-z0-9]([A-Za-z0-9._-]{0,251}[A-Za-z0-9])?')
+HOST_NAME_RULE = ("ASCII letters, digits, '.', '-' and '_', beginning and ending with a letter or digit, "
+                  'at most 253 characters')
 
 
 class InventoryCheckError(ValueError):
@@ -106,6 +111,10 @@ def check_host_vars(hosts, host_vars, default_group):
     problems = []
     members = {}
     for host in hosts:
+        if not isinstance(host, str) or not HOST_NAME_RE.fullmatch(host):
+            problems.append('host %r of group nim_nodes: its inventory name must be %s (--limit and the plays '
+                            'select hosts by it, and the ranks are named after it); rename it in the inventory and '
+                            'give its address in ansible_host' % (host, HOST_NAME_RULE))
         hvars = host_vars.get(host) or {}
         group = hvars.get('nim_group')
         if group is None:
@@ -214,11 +223,18 @@ CONTROLLER_PREFIXES = ('nim_k8s_', 'lws_', 'nim_operator_', 'volcano_')
 PROBLEM_CONTROLLER_SETTING = ('%s: %s is set for the nodes (group_vars of nim_nodes or of a child group, or host '
                               'vars), but the Kubernetes play runs on the controller and reads it there, where it '
                               'has %s; set it where the controller sees it too: group_vars/all, or -e')
+# The Kubernetes play runs in the name of the first host of the Kubernetes groups it handles (a
+# --limit to a group leaves the controller out of the run), so what it reads must be the same there.
+NODE_READ_PREFIXES = ('nim_k8s_', 'lws_', 'nim_operator_')
+PROBLEM_CONTROLLER_ONLY_SETTING = ('%s: %s is set for the controller only (the host or group vars of localhost), '
+                                   'but the Kubernetes play reads it in the name of the hosts of the Kubernetes '
+                                   'groups, which do not see it; set it where both see it: group_vars/all, or -e')
 
 
 def check_controller_settings(hosts, node_settings, controller_settings, group_of=None, plan_settings=()):
     """The settings of the controller's plays (CONTROLLER_PREFIXES) that a node sees with another value
-    than the controller does: the play would silently use the controller's. node_settings:
+    than the controller does: the play would silently use the controller's; and those of the
+    Kubernetes play (NODE_READ_PREFIXES) that the controller sees and a node does not. node_settings:
     {host: {name: value}} of those settings on each node; controller_settings: the controller's
     {name: value}; plan_settings: names the plan reads per group from the nodes (nim_k8s_namespace)."""
     findings = []
@@ -231,7 +247,13 @@ def check_controller_settings(hosts, node_settings, controller_settings, group_o
             # Never the values: a key may be among them.
             shown = 'another value' if name in controller_settings else "none (the role's default applies)"
             findings.append((host, (name, shown)))
-    return [PROBLEM_CONTROLLER_SETTING % (place, name, shown) for place, (name, shown) in by_place(hosts, findings, group_of)]
+    missing = []
+    for host in hosts:
+        seen = node_settings.get(host) or {}
+        missing.extend((host, name) for name in sorted(controller_settings)
+                       if name.startswith(NODE_READ_PREFIXES) and name not in plan_settings and name not in seen)
+    return ([PROBLEM_CONTROLLER_SETTING % (place, name, shown) for place, (name, shown) in by_place(hosts, findings, group_of)]
+            + [PROBLEM_CONTROLLER_ONLY_SETTING % (place, name) for place, name in by_place(hosts, missing, group_of)])
 
 
 def check_inventory(groups, host_vars, ansible_version, node_group=DEFAULT_NODE_GROUP,

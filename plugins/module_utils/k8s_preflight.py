@@ -13,9 +13,11 @@ group's launch contract by name: what a backend can run is the launch data the p
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import os
 import re
 
 from ansible_collections.nimstack.multinode.plugins.module_utils import nim_alerts
+from ansible_collections.nimstack.multinode.plugins.module_utils.driver_plan import as_bool
 
 SCHEDULERS = ('default', 'volcano', 'kai')
 RESTART_POLICIES = ('RecreateGroupOnPodRestart', 'RecreateGroupAfterStart', 'None')
@@ -105,6 +107,7 @@ PROBLEM_RWX = ("group '%s' has %d ranks that all mount the model store: nim_k8s_
 
 # The role's settings k8s_problems() reads, with the role's defaults.
 SETTING_DEFAULTS = {
+    'nim_k8s_render_dir': '',
     'nim_k8s_backend': 'nim_operator',
     'nim_k8s_scheduler': 'default',
     'nim_k8s_kai_queue': '',
@@ -149,10 +152,117 @@ def k8s_groups(plan):
     return [groups[name] for name in sorted(groups) if groups[name].get('mode') == 'kubernetes']
 
 
+def limited_groups(plan, play_hosts):
+    """What a run limited to play_hosts (the hosts --limit leaves in the play) does with each
+    Kubernetes group of the plan: {'whole': names of the groups whose every host is in the play,
+    'split': {name: {'selected': [...], 'missing': [...]}} of those only some of whose hosts are}.
+    A group's hosts are never contacted: they only name the group, so a limit to them is how a run
+    is narrowed to it."""
+    selected = set(play_hosts or [])
+    whole, split = [], {}
+    for group in k8s_groups(plan):
+        hosts = list(group.get('hosts') or [])
+        chosen = [host for host in hosts if host in selected]
+        if chosen and len(chosen) == len(hosts):
+            whole.append(group['name'])
+        elif chosen:
+            split[group['name']] = {'selected': chosen, 'missing': [host for host in hosts if host not in selected]}
+    return {'whole': whole, 'split': split}
+
+
+def k8s_group_hosts(plan, name):
+    return list((((plan or {}).get('groups') or {}).get(name) or {}).get('hosts') or [])
+
+
+def limit_problems(plan, play_hosts, limit=None, inventory_groups=None):
+    """A Kubernetes group is deployed whole: each one --limit splits, named with what the limit
+    selected of it and what to write instead (an inventory group of exactly its hosts, from
+    inventory_groups {name: hosts}, else its host names)."""
+    split = limited_groups(plan, play_hosts)['split']
+    problems = []
+    for name, part in sorted(split.items()):
+        hosts = k8s_group_hosts(plan, name)
+        exact = sorted(group for group, members in (inventory_groups or {}).items()
+                       if group not in ('all', 'ungrouped') and set(members or []) == set(hosts))
+        problems.append("%s selects %s of Kubernetes group '%s' but not %s: a Kubernetes group is deployed, "
+                        'rendered or removed whole, so limit to all of its hosts (--limit %s) or to none of them'
+                        % ("--limit '%s'" % limit if limit else 'the play', ', '.join(part['selected']), name, ', '.join(part['missing']),
+                           exact[0] if exact else ','.join(hosts)))
+    return problems
+
+
+def plan_groups(plan, names, exclude=False):
+    """The plan with only the Kubernetes groups named (nim_k8s_groups), or with exclude every one
+    but those; an empty names keeps every group. Groups of the other modes are kept as they are.
+    Raises ValueError naming what is not a Kubernetes group of the plan."""
+    names = list(names or [])
+    if not names:
+        return plan
+    known = [group['name'] for group in k8s_groups(plan)]
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise ValueError('nim_k8s_groups names %s, which %s no Kubernetes group of the plan (its Kubernetes groups: %s)'
+                         % (', '.join(map(str, unknown)), 'is' if len(unknown) == 1 else 'are', ', '.join(known) or 'none'))
+    groups = plan.get('groups') or {}
+    kept = dict((name, group) for name, group in groups.items()
+                if group.get('mode') != 'kubernetes' or (name in names) != bool(exclude))
+    return dict(plan, groups=kept)
+
+
+def render_dir_problems(path, exists=os.path.exists, isdir=os.path.isdir,
+                        writable=lambda folder: os.access(folder, os.W_OK | os.X_OK)):
+    """Whether render-only mode can write its tree below nim_k8s_render_dir on the controller: an
+    existing, writable directory, or one that can be made (its nearest existing parent is a writable
+    directory). Checked before anything is written; the callables read the controller's disk."""
+    if not isinstance(path, str) or not path:
+        return []
+    if any(ord(char) < 32 or ord(char) == 127 for char in path):
+        return ['nim_k8s_render_dir=%r holds a control character (a newline, a tab...): name a directory' % (path,)]
+    if exists(path) or isdir(path):
+        if not isdir(path):
+            return ['nim_k8s_render_dir=%s is not a directory (a file is there): render-only mode writes a tree of '
+                    'files below it; name a directory, or one to be made' % (path,)]
+        if not writable(path):
+            return ['nim_k8s_render_dir=%s is a directory this user cannot write to' % (path,)]
+        return []
+    parent = os.path.dirname(os.path.abspath(path))
+    while parent and not exists(parent) and parent != os.path.dirname(parent):
+        parent = os.path.dirname(parent)
+    if not isdir(parent):
+        return ['nim_k8s_render_dir=%s cannot be made: %s is not a directory' % (path, parent)]
+    if not writable(parent):
+        return ['nim_k8s_render_dir=%s cannot be made: this user cannot write to %s' % (path, parent)]
+    return []
+
+
+def run_scope(plan, names, state='present', monitoring=True):
+    """What a run of the role touches when it handles the plan's Kubernetes groups named
+    (nim_k8s_groups; empty: every one) with nim_k8s_state, the others left as they are:
+
+    run_plan: the plan narrowed to those groups; kept_plan: the plan without them; alert_plan: the
+    groups the deployment's PrometheusRule covers (its expressions cover every group: those there
+    after the run, every one when present, the kept ones when absent); namespaces: the groups';
+    freed_namespaces: those that state=absent cleans (no kept group uses them); rule_namespaces:
+    where the rule is looked for and which namespaces are ensured (the groups', and the rule's, the
+    first of the alert plan's, where monitoring is on)."""
+    run_plan = plan_groups(plan, names)
+    kept_plan = plan_groups(plan, [group['name'] for group in k8s_groups(run_plan)], exclude=True)
+    alert_plan = plan if state == 'present' else kept_plan
+    spaces = _namespaces(run_plan)
+    rule_space = _namespaces(alert_plan)[:1] if as_bool(monitoring) else []
+    return {'run_plan': run_plan, 'kept_plan': kept_plan, 'alert_plan': alert_plan, 'namespaces': spaces,
+            'freed_namespaces': [name for name in spaces if name not in _namespaces(kept_plan)],
+            'rule_namespaces': sorted(set(spaces + rule_space))}
+
+
+def _namespaces(plan):
+    return sorted(set(group['k8s']['namespace'] for group in k8s_groups(plan)))
+
+
 def settings_problems(settings):
     """The problems of the role's own settings, whatever the groups."""
     s = _settings(settings)
-    problems = []
+    problems = render_dir_problems(s['nim_k8s_render_dir'])
     scheduler = s['nim_k8s_scheduler']
     if scheduler not in SCHEDULERS:
         problems.append(PROBLEM_SCHEDULER % scheduler)

@@ -82,6 +82,8 @@ def plan_changes(root, files, prune=(), keep=(), patterns=('*.yaml',), marker=DE
              'chmod': [(relative, mode)], 'remove': [(relative, before bytes)], 'unchanged': n,
              'foreign': [relative: files prune would match but did not write, left alone]}.
     """
+    if os.path.exists(root) and not os.path.isdir(root):
+        raise RenderFilesError('the root %s exists and is not a directory' % (root,))
     wanted = {}
     unwanted = []
     for entry in files:
@@ -148,15 +150,25 @@ def _write_atomically(target, data, mode):
         raise
 
 
-def apply_changes(root, changes, directory_mode=0o755):
-    """Carry out what plan_changes() found: directories, writes (atomic), modes, removals."""
+def apply_changes(root, changes, directory_mode=0o755, done=None):
+    """Carry out what plan_changes() found: directories, writes (atomic), modes, removals.
+
+    done: a mapping whose lists 'write', 'chmod' and 'remove' receive the relative path of each
+    change once it is carried out, so that a caller can report what a failure half way left."""
+    done = {} if done is None else done
+    for key in ('write', 'chmod', 'remove'):
+        done.setdefault(key, [])
     for relative, data, mode, _before in changes['write']:
         target = os.path.join(root, relative)
         folder = os.path.dirname(target)
         if not os.path.isdir(folder):
             os.makedirs(folder, directory_mode)
         _write_atomically(target, data, mode)
+        done['write'].append(relative)
     for relative, mode in changes['chmod']:
         os.chmod(os.path.join(root, relative), mode)
+        done['chmod'].append(relative)
     for relative, _before in changes['remove']:
         os.unlink(os.path.join(root, relative))
+        done['remove'].append(relative)
+    return done

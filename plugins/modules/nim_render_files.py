@@ -177,9 +177,13 @@ def main():
     if module._diff and changed:
         result['diff'] = _diffs(root, changes)
     if changed and not module.check_mode:
+        done = {}
         try:
-            apply_changes(root, changes)
+            apply_changes(root, changes, done=done)
         except (IOError, OSError) as exc:
+            # What the failure left, not what was planned: a write that never happened is no change.
+            result.update(changed=any(done.values()), written=done['write'], removed=done['remove'])
+            result.pop('diff', None)
             module.fail_json(msg='writing below %s failed: %s' % (root, to_text(exc)), **result)
     module.exit_json(**result)
 

@@ -208,7 +208,11 @@ def run_case(repo, case, workdir, shim_dir):
         kept = os.path.join(render_dir, USER_FILE)
         if not os.path.exists(kept) or open(kept).read() != USER_CONTENT:
             problems.append("the render removed or changed the user's own file %s" % USER_FILE)
-        if rc == 0 and os.path.exists(os.path.join(render_dir, STALE_FILE)):
+        stale = os.path.exists(os.path.join(render_dir, STALE_FILE))
+        if case.get('other_group_untouched'):
+            if not stale:
+                problems.append('the render removed %s of group default, which --limit left out' % STALE_FILE)
+        elif rc == 0 and stale:
             problems.append('the render kept its own stale file %s' % STALE_FILE)
         wanted = case.get('rendered_contains')
         if wanted and rc == 0:

@@ -223,6 +223,11 @@ def uids(groups):
     return {p['metadata']['name']: p['metadata']['uid'] for g in groups for p in group_pods(g)}
 
 
+def uids_of(found, group):
+    """The part of uids() that is one group's pods (named after its LeaderWorkerSet, nim-<group>)."""
+    return {name: uid for name, uid in found.items() if name.startswith('nim-%s-' % group)}
+
+
 def ready(pod):
     return pod['status'].get('phase') == 'Running' and any(
         c['type'] == 'Ready' and c['status'] == 'True' for c in pod['status'].get('conditions', []))
@@ -477,6 +482,25 @@ def stage_lws(tmp):
     after = {g: kubectl('get', 'lws', 'nim-%s' % g, '-n', NS, '-o', 'json')['metadata']['generation'] for g in groups}
     check(after == generations and uids(groups) == before, 'check mode applied something')
     say('   diff shows NIM_LOG_LEVEL DEBUG; generations %s unchanged, no pod replaced' % generations)
+
+    # A limit to one group's hosts (they are never contacted: they name the group) deploys that
+    # group alone, as the whole run would; the other group is not touched.
+    say('== --limit to one of the two groups: it changes, the other is left alone')
+    play = Play('limit-alpha-log-level', inv, {'nim_log_level': 'DEBUG'}, args=['--limit', 'alpha-*'])
+    plays.append(play)
+    SUMMARY['changed']['limit_alpha'] = play.changed
+    after = {g: kubectl('get', 'lws', 'nim-%s' % g, '-n', NS, '-o', 'json') for g in groups}
+    alpha_env = json.dumps(after['alpha']['spec'])
+    check('{"name": "NIM_LOG_LEVEL", "value": "DEBUG"}' in alpha_env,
+          'the limited run did not apply NIM_LOG_LEVEL DEBUG to alpha: %s' % play.log)
+    check(after['beta']['metadata']['generation'] == generations['beta'] and uids(['beta']) == uids_of(before, 'beta'),
+          'the run limited to alpha changed beta: %s' % play.log)
+    replaced = uids(['alpha'])
+    check(not set(replaced.values()) & set(uids_of(before, 'alpha').values()),
+          'alpha\'s pods were not replaced: %s' % play.log)
+    say('   alpha: NIM_LOG_LEVEL DEBUG, %d pods replaced; beta: generation %s, %d pods unchanged'
+        % (len(replaced), generations['beta'], len(uids(['beta']))))
+    before = uids(groups)
 
     # Each switch is a change of the running groups' pod template: the first one also carries
     # the log level the dry run above showed, so it proves that a change is applied too (every

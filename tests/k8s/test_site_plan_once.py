@@ -26,6 +26,10 @@ VALIDATE_TASK = 'Stop on an unusable inventory or controller, naming every probl
 CONTROLLER_SIDE = {PLAN_ACTION, 'ansible.builtin.set_fact', 'ansible.builtin.debug', 'ansible.builtin.add_host',
                    'ansible.builtin.fail', 'ansible.builtin.assert', 'ansible.builtin.meta',
                    'ansible.builtin.include_role'}
+# The Kubernetes play runs on the controller (connection local) in the name of the first host of its
+# groups: its roles' argument checks and the render are the controller's too. A host these tests
+# give is a closed port: a real contact would show as unreachable.
+KUBERNETES_PLAY_SIDE = CONTROLLER_SIDE | {'ansible.builtin.validate_argument_spec', 'nimstack.multinode.nim_render_files'}
 
 
 def _hosts(prefix, count):
@@ -84,7 +88,7 @@ def test_site_plans_once_and_validates_once_on_a_kubernetes_inventory(workdir):
     # No node contacted: every result on a node is an action that runs on the controller.
     nodes = set(plan['hosts'])
     contacted = [r[:3] + (r[3].get('action'),) for r in _results(run)
-                 if r[2] in nodes and not r[3].get('skipped') and r[3].get('action') not in CONTROLLER_SIDE]
+                 if r[2] in nodes and not r[3].get('skipped') and r[3].get('action') not in KUBERNETES_PLAY_SIDE]
     assert not contacted
     assert not any(stats.get('unreachable') or stats.get('failures') for stats in run['stats'].values())
 
@@ -103,5 +107,48 @@ def test_site_takes_each_group_by_its_mode_on_a_mixed_inventory(workdir):
     assert rc != 0
     unreachable = sorted(host for host, stats in run['stats'].items() if stats.get('unreachable'))
     assert unreachable == ['d1', 'd2']
-    contacted = set(r[2] for r in _results(run) if r[3].get('action') not in CONTROLLER_SIDE)
+    contacted = set(r[2] for r in _results(run) if not r[3].get('skipped') and r[3].get('action') not in KUBERNETES_PLAY_SIDE)
     assert not contacted & {'k1', 'k2'}
+
+
+def _files(root):
+    found = {}
+    for folder, _dirs, names in os.walk(root):
+        for name in names:
+            path = os.path.join(folder, name)
+            with open(path, encoding='utf-8') as handle:
+                found[os.path.relpath(path, root)] = handle.read()
+    return found
+
+
+def test_a_limit_to_one_kubernetes_group_renders_it_as_the_whole_run_would_and_nothing_else(workdir):
+    llama = {'hosts': _hosts('k', 2), 'vars': {'nim_group': 'llama', 'nim_deployment_mode': 'kubernetes'}}
+    other = {'hosts': _hosts('o', 2), 'vars': {'nim_group': 'other', 'nim_deployment_mode': 'kubernetes',
+                                               'nim_k8s_namespace': 'nim-other'}}
+    dock = {'hosts': _hosts('d', 2), 'vars': {'nim_group': 'dock', 'nim_deployment_mode': 'docker'}}
+    whole_dir = os.path.join(workdir, 'out', 'whole')
+    rc, _run, stderr = _site(workdir, write_inventory(workdir, 'k8s-pair', {'llama': llama, 'other': other}), whole_dir)
+    assert rc == 0, stderr[-3000:]
+    # The issue's command: a Docker group first, then the Kubernetes groups; the limit leaves the
+    # controller (and the Docker group) out of the run.
+    mixed = write_inventory(workdir, 'limit-mixed', {'dock': dock, 'llama': llama, 'other': other})
+    limited_dir = os.path.join(workdir, 'out', 'limited')
+    rc, run, stderr = _site(workdir, mixed, limited_dir, '--limit', 'llama')
+    assert rc == 0, stderr[-3000:]
+    whole, limited = _files(whole_dir), _files(limited_dir)
+    # llama's objects, the cluster's files and llama's namespace, which also holds the one
+    # PrometheusRule of the deployment (the first namespace of all groups): as the whole run wrote them.
+    assert sorted(limited) == sorted(p for p in whole if not p.startswith(('other/', '_namespaces/nim-other/')))
+    assert all(limited[path] == whole[path] for path in limited)
+    assert any(p.startswith('llama/LeaderWorkerSet-') for p in limited)
+    assert any(p.startswith('_namespaces/nim/PrometheusRule-') for p in limited)
+    # No host contacted, and the Docker group's not even in the run.
+    assert not set(run['stats']) & {'d1', 'd2', 'o1', 'o2'}
+    assert [r[:3] + (r[3].get('action'),) for r in _results(run)
+            if not r[3].get('skipped') and r[3].get('action') not in KUBERNETES_PLAY_SIDE] == []
+    assert not any(stats.get('unreachable') or stats.get('failures') for stats in run['stats'].values())
+    # A second run changes nothing.
+    rc, run, stderr = _site(workdir, mixed, limited_dir, '--limit', 'llama')
+    assert rc == 0, stderr[-3000:]
+    assert sum(stats.get('changed', 0) for stats in run['stats'].values()) == 0
+    assert _files(limited_dir) == limited

@@ -210,3 +210,29 @@ def test_a_setting_of_the_controller_s_plays_set_for_the_nodes_alone_is_refused(
     # The same value (group_vars/all, -e): nothing to say; names of other roles are not looked at.
     assert check_controller_settings(hosts, nodes, {'nim_k8s_backend': 'lws'}, group_of, ('nim_k8s_namespace',)) == []
     assert check_controller_settings(['a'], {'a': {'nim_docker_registry': 'x'}}, {}) == []
+
+
+@pytest.mark.parametrize('name', ['gpu 1', 'gpu-ü', 'gpu,1', 'gpu:1', '-gpu', 'gpu-', 'gpu\n', ''])
+def test_a_host_name_that_limit_and_the_plays_cannot_select_is_named(name):
+    problems = check_host_vars([name, 'ok-1'], {}, 'default')
+    assert problems == ["host %r of group nim_nodes: its inventory name must be ASCII letters, digits, '.', '-' and "
+                        "'_', beginning and ending with a letter or digit, at most 253 characters (--limit and the "
+                        'plays select hosts by it, and the ranks are named after it); rename it in the inventory and '
+                        'give its address in ansible_host' % (name,)]
+
+
+@pytest.mark.parametrize('name', ['gpu-1', 'GPU_node.rack2', 'n1', '10.0.0.11'])
+def test_usual_host_names_pass(name):
+    assert check_host_vars([name], {}, 'default') == []
+
+
+def test_a_kubernetes_setting_the_controller_alone_sees_is_named():
+    from ansible_collections.nimstack.multinode.plugins.module_utils.inventory_checks import (
+        PROBLEM_CONTROLLER_ONLY_SETTING, check_controller_settings)
+    controller = {'nim_k8s_kubeconfig': '/etc/kube', 'volcano_version': '1.9', 'nim_k8s_namespace': 'x'}
+    nodes = {'a': {}, 'b': {'nim_k8s_kubeconfig': '/etc/kube'}}
+    assert check_controller_settings(['a', 'b'], nodes, controller, plan_settings=('nim_k8s_namespace',)) == [
+        PROBLEM_CONTROLLER_ONLY_SETTING % ('host a', 'nim_k8s_kubeconfig')]
+    # Seen alike by the controller and every node (group_vars/all, -e): nothing to say.
+    assert check_controller_settings(['a'], {'a': {'nim_k8s_kubeconfig': '/etc/kube'}}, controller,
+                                     plan_settings=('nim_k8s_namespace',)) == []

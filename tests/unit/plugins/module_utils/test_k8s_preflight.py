@@ -305,3 +305,86 @@ def test_the_alert_thresholds_are_checked_by_the_alert_rules_own_rules():
     assert all(p.startswith('nim_k8s_alert_thresholds: alert threshold ') for p in problems)
     assert 'kv_cache_fraction' in problems[0] and 'no_such_knob' in problems[1]
     assert k8s_problems(_plan(), dict(OPERATOR, nim_k8s_alert_thresholds={'kv_cache_fraction': 0.95})) == []
+
+
+def _two_groups():
+    return _merge(_plan(group='alpha'), _plan(group='beta'))
+
+
+def test_a_limit_to_the_hosts_of_one_group_selects_that_group_whole():
+    plan = _two_groups()
+    assert k8s_preflight.limited_groups(plan, ['alpha-0', 'alpha-1']) == {'whole': ['alpha'], 'split': {}}
+    assert k8s_preflight.limited_groups(plan, ['alpha-0', 'alpha-1', 'beta-0', 'beta-1'])['whole'] == ['alpha', 'beta']
+    assert k8s_preflight.limit_problems(plan, ['alpha-0', 'alpha-1'], 'alpha-*') == []
+
+
+def test_a_limit_that_splits_a_group_names_what_it_selected_and_what_to_write():
+    plan = _two_groups()
+    assert k8s_preflight.limited_groups(plan, ['alpha-0', 'beta-0', 'beta-1']) == {
+        'whole': ['beta'], 'split': {'alpha': {'selected': ['alpha-0'], 'missing': ['alpha-1']}}}
+    problems = k8s_preflight.limit_problems(plan, ['alpha-0'], 'alpha-0', {'all': ['alpha-0', 'alpha-1'],
+                                                                           'team_alpha': ['alpha-1', 'alpha-0']})
+    assert problems == ["--limit 'alpha-0' selects alpha-0 of Kubernetes group 'alpha' but not alpha-1: a Kubernetes "
+                        'group is deployed, rendered or removed whole, so limit to all of its hosts (--limit team_alpha) '
+                        'or to none of them']
+    # Without an inventory group of exactly its hosts, their names.
+    assert k8s_preflight.limit_problems(plan, ['alpha-1'])[0].endswith('(--limit alpha-0,alpha-1) or to none of them')
+
+
+def test_a_limit_to_docker_hosts_selects_no_kubernetes_group():
+    plan = _merge(_plan(group='alpha'), _plan(group='dock', mode='docker'))
+    assert k8s_preflight.limited_groups(plan, ['dock-0', 'dock-1']) == {'whole': [], 'split': {}}
+
+
+def test_plan_groups_narrows_the_kubernetes_groups_and_keeps_the_others():
+    plan = _merge(_plan(group='alpha'), _plan(group='beta'), _plan(group='dock', mode='docker'))
+    assert k8s_preflight.plan_groups(plan, []) is plan
+    assert sorted(k8s_preflight.plan_groups(plan, ['beta'])['groups']) == ['beta', 'dock']
+    assert sorted(k8s_preflight.plan_groups(plan, ['beta'], exclude=True)['groups']) == ['alpha', 'dock']
+    assert sorted(k8s_preflight.plan_groups(plan, ['alpha', 'beta'], exclude=True)['groups']) == ['dock']
+    assert sorted(plan['groups']) == ['alpha', 'beta', 'dock']
+    with pytest.raises(ValueError, match=r"nim_k8s_groups names dock, gamma, which are no Kubernetes group of the "
+                                         r"plan \(its Kubernetes groups: alpha, beta\)"):
+        k8s_preflight.plan_groups(plan, ['dock', 'gamma'])
+
+
+def test_the_render_directory_is_checked_on_the_controller_before_anything_is_written(tmp_path):
+    a_file = tmp_path / 'a-file'
+    a_file.write_text('mine\n')
+    assert k8s_preflight.render_dir_problems('') == []
+    assert k8s_preflight.render_dir_problems(str(tmp_path)) == []
+    assert k8s_preflight.render_dir_problems(str(tmp_path / 'new' / 'deeper')) == []
+    assert k8s_preflight.render_dir_problems(str(a_file)) == [
+        'nim_k8s_render_dir=%s is not a directory (a file is there): render-only mode writes a tree of files below '
+        'it; name a directory, or one to be made' % a_file]
+    assert k8s_preflight.render_dir_problems(str(a_file / 'out')) == [
+        'nim_k8s_render_dir=%s cannot be made: %s is not a directory' % (a_file / 'out', a_file)]
+    assert 'control character' in k8s_preflight.render_dir_problems('out\n')[0]
+    assert k8s_preflight.render_dir_problems(str(tmp_path / 'new'), writable=lambda folder: False) == [
+        'nim_k8s_render_dir=%s cannot be made: this user cannot write to %s' % (tmp_path / 'new', tmp_path)]
+    assert k8s_preflight.render_dir_problems(str(tmp_path), writable=lambda folder: False) == [
+        'nim_k8s_render_dir=%s is a directory this user cannot write to' % tmp_path]
+    # The role's settings carry it: the same check in the one problem list.
+    assert k8s_problems(_plan(), dict(LWS, nim_k8s_render_dir=str(a_file))) == k8s_preflight.render_dir_problems(str(a_file))
+    assert a_file.read_text() == 'mine\n'
+
+
+def test_the_run_scope_of_a_limited_run_leaves_the_other_groups_and_their_namespace_alone():
+    plan = _merge(_plan(group='alpha', nim_k8s_namespace='team-a'), _plan(group='beta', nim_k8s_namespace='team-b'),
+                  _plan(group='gamma', nim_k8s_namespace='team-b'))
+    every = k8s_preflight.run_scope(plan, [])
+    assert every['run_plan'] is plan and every['namespaces'] == ['team-a', 'team-b']
+    assert k8s_groups(every['kept_plan']) == [] and every['alert_plan'] is plan
+    # Present, limited to beta: the rule still covers every group, in the first namespace of all.
+    beta = k8s_preflight.run_scope(plan, ['beta'])
+    assert [g['name'] for g in k8s_groups(beta['run_plan'])] == ['beta']
+    assert [g['name'] for g in k8s_groups(beta['kept_plan'])] == ['alpha', 'gamma']
+    assert beta['alert_plan'] is plan and beta['rule_namespaces'] == ['team-a', 'team-b']
+    assert k8s_preflight.run_scope(plan, ['beta'], monitoring=False)['rule_namespaces'] == ['team-b']
+    # Absent, limited to beta: gamma still uses team-b, so nothing of the namespace goes.
+    gone = k8s_preflight.run_scope(plan, ['beta'], 'absent')
+    assert gone['freed_namespaces'] == [] and gone['alert_plan'] is not plan
+    assert [g['name'] for g in k8s_groups(gone['alert_plan'])] == ['alpha', 'gamma']
+    assert k8s_preflight.run_scope(plan, ['alpha'], 'absent')['freed_namespaces'] == ['team-a']
+    # Absent, every group: nothing is kept, the rule covers nothing.
+    assert k8s_groups(k8s_preflight.run_scope(plan, [], 'absent')['alert_plan']) == []

@@ -124,3 +124,24 @@ def test_a_file_that_is_not_enabled_is_removed_whatever_its_first_line(tmp_path)
 def test_a_path_both_written_and_not_enabled_is_refused(tmp_path):
     with pytest.raises(RenderFilesError, match='given twice'):
         plan_changes(str(tmp_path), [{'path': 'a.yaml', 'content': '1'}, {'path': 'a.yaml', 'content': '', 'enabled': False}])
+
+
+def test_a_root_that_is_a_file_is_refused_before_anything_is_written(tmp_path):
+    root = tmp_path / 'out'
+    root.write_text('mine\n')
+    with pytest.raises(RenderFilesError, match='the root %s exists and is not a directory' % root):
+        plan_changes(str(root), [{'path': 'g1/Service-a.yaml', 'content': 'kind: Service\n'}])
+    assert root.read_text() == 'mine\n'
+
+
+def test_a_failure_half_way_reports_only_what_was_carried_out(tmp_path):
+    root = str(tmp_path / 'out')
+    files = [{'path': 'a/Service-a.yaml', 'content': 'kind: Service\n'},
+             {'path': 'b/Service-b.yaml', 'content': 'kind: Service\n'}]
+    changes = plan_changes(root, files)
+    # A file where the second directory must go: the second write fails.
+    _write(os.path.join(root, 'b'), 'in the way\n')
+    done = {}
+    with pytest.raises(OSError):
+        apply_changes(root, changes, done=done)
+    assert done == {'write': ['a/Service-a.yaml'], 'chmod': [], 'remove': []}
