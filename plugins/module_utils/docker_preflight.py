@@ -20,7 +20,7 @@ from ansible_collections.nimstack.multinode.plugins.module_utils.driver_plan imp
 from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import (
     DEFAULT_SECRETS_GID, SECRETS_GID_MIN, SHARED_GIDS, as_bool, image_reference)
 
-ULIMIT_PATTERN = re.compile(r'^[a-z]+:-?[0-9]+(:-?[0-9]+)?$')
+ULIMIT_PATTERN = re.compile(r'^[a-z]+:-?[0-9]+(:-?[0-9]+)?\Z')
 
 EMPTY_PLAN = ('nim_docker_plan: empty; pass the plan of nimstack.multinode.nim_plan'
               ' (playbooks/deploy_docker.yml does)')
@@ -129,7 +129,7 @@ def preflight_problems(plan, play_hosts, inputs, deploying=True, allow_partial=F
         errors.append(NOT_A_PLAN)
     groups = dict((g.get('name'), g) for g in docker_groups(plan))
     gid = str(secrets_gid)
-    gid_is_number = bool(re.match(r'^[0-9]+$', gid)) and int(gid) > 0
+    gid_is_number = bool(re.match(r'^[0-9]+\Z', gid)) and int(gid) > 0
     summaries = preflight_groups(plan, play_hosts, inputs)
     for summary in summaries:
         name = summary['name']

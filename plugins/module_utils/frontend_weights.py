@@ -43,7 +43,7 @@ DEFAULTS = {'wait_s': 2.0, 'min_weight': 10, 'kv_threshold': 0.9, 'window_s': 10
 # The expected wait given to a queue at a leader that completed nothing in the window.
 STALLED_WAIT_S = 3600.0
 
-_SAMPLE = re.compile(r'^([A-Za-z_:][A-Za-z0-9_:]*)(\{[^}]*\})?\s+(\S+)(\s+-?\d+)?\s*$')
+_SAMPLE = re.compile(r'^([A-Za-z_:][A-Za-z0-9_:]*)(\{[^}]*\})?\s+(\S+)(\s+-?\d+)?\s*\Z')
 GAUGES = ('num_requests_waiting', 'num_requests_running', 'gpu_cache_usage_perc')
 COUNTERS = ('request_success_total', 'request_failure_total')
 
@@ -141,7 +141,7 @@ class LeaderWeight(object):
 def runtime_command(backend, server, value):
     """The HAProxy runtime API command that sets a server's weight."""
     for name in (backend, server):
-        if not re.match(r'^[A-Za-z0-9_.:-]+$', str(name)):
+        if not re.match(r'^[A-Za-z0-9_.:-]+\Z', str(name)):
             raise ValueError('not a HAProxy backend or server name: %r' % (name,))
     return 'set server %s/%s weight %d\n' % (backend, server, int(value))
 

@@ -32,7 +32,7 @@ CUDA_REPO_DRIVER_PACKAGES = ('nvidia-open', 'cuda-drivers', 'nvidia-driver-cuda'
                              'kmod-nvidia-latest-dkms')
 PINNING_PREFIX = 'nvidia-driver-pinning-'
 # Ubuntu's archive: nvidia-driver-<branch>[-server][-open] and its precompiled, signed modules.
-UBUNTU_DRIVER_RE = re.compile(r'^(nvidia-driver|linux-modules-nvidia)-([0-9]{3})(-server)?(-open)?(-.*)?$')
+UBUNTU_DRIVER_RE = re.compile(r'^(nvidia-driver|linux-modules-nvidia)-([0-9]{3})(-server)?(-open)?(-.*)?\Z')
 # Debian's archive names the driver like NVIDIA's Debian repository does; Debian's versions carry
 # "deb" (535.247.01-1~deb12u1), NVIDIA's do not (580.95.05-1).
 DEBIAN_DRIVER_PACKAGES = ('nvidia-driver', 'nvidia-kernel-dkms', 'nvidia-kernel-open-dkms', 'nvidia-open-kernel-dkms',

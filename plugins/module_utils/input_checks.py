@@ -51,33 +51,33 @@ DEFAULT_SECRETS_GID = 64910
 # The CRDs a LeaderWorkerSet release installs, the only ones lws_remove_crds may name (roles/lws/vars).
 LWS_CRDS = ('leaderworkersets.leaderworkerset.x-k8s.io', 'disaggregatedsets.disaggregatedset.x-k8s.io')
 
-_HOSTNAME_LABEL = re.compile(r'^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$')
-DNS_LABEL_RE = re.compile(r'^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$')
+_HOSTNAME_LABEL = re.compile(r'^(?!-)[A-Za-z0-9-]{1,63}(?<!-)\Z')
+DNS_LABEL_RE = re.compile(r'^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z')
 # A release of a chart or manifest: v1.2.3, with a pre-release such as -rc.1 (never `latest`, a
 # branch or an empty string: a run must install the same thing each time).
 # A registry as docker login and image references take it: a host name and an optional port.
-REGISTRY_RE = re.compile(r'^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?(:[0-9]{1,5})?$')
+REGISTRY_RE = re.compile(r'^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?(:[0-9]{1,5})?\Z')
 # A registry user name: no whitespace, quote or shell metacharacter ($oauthtoken is NGC's).
-REGISTRY_USER_RE = re.compile(r'^[A-Za-z0-9$._@+-]{1,256}$')
+REGISTRY_USER_RE = re.compile(r'^[A-Za-z0-9$._@+-]{1,256}\Z')
 # A model name as NIM serves it and the front door's ACLs match it (meta/llama-3.1-8b-instruct).
-MODEL_NAME_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,255}$')
-RELEASE_RE = re.compile(r'^v\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$')
+MODEL_NAME_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,255}\Z')
+RELEASE_RE = re.compile(r'^v\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?\Z')
 # A chart version as a Helm repository lists it: some charts tag v25.10.0, others 25.7.0.
-CHART_VERSION_RE = re.compile(r'^v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$')
+CHART_VERSION_RE = re.compile(r'^v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?\Z')
 # A Helm release name (Helm refuses more than 53 characters) and a chart name.
-HELM_RELEASE_RE = re.compile(r'^[a-z0-9]([-a-z0-9]{0,51}[a-z0-9])?$')
-CHART_NAME_RE = re.compile(r'^[a-z0-9]([-a-z0-9_.]{0,61}[a-z0-9])?$')
+HELM_RELEASE_RE = re.compile(r'^[a-z0-9]([-a-z0-9]{0,51}[a-z0-9])?\Z')
+CHART_NAME_RE = re.compile(r'^[a-z0-9]([-a-z0-9_.]{0,61}[a-z0-9])?\Z')
 # Where Helm fetches a chart by reference: an OCI registry or an https repository, never plain http.
-CHART_REF_RE = re.compile(r'^(oci|https)://[^/\s]+\S*$')
-DNS_SUBDOMAIN_RE = re.compile(r'^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$')
+CHART_REF_RE = re.compile(r'^(oci|https)://[^/\s]+\S*\Z')
+DNS_SUBDOMAIN_RE = re.compile(r'^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?\Z')
 # Docker's reference grammar: lower-case path components, an optional registry host[:port].
 _IMAGE_RE = re.compile(r'^(?:[A-Za-z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*'
-                       r'(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*$')
-TAG_RE = re.compile(r'^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$')
-DIGEST_RE = re.compile(r'^sha256:[a-f0-9]{64}$')
-_ENV_NAME_RE = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*$')
-_IFNAME_RE = re.compile(r'^[=^]?[A-Za-z0-9_.:@-]{1,15}(,[A-Za-z0-9_.:@-]{1,15})*$')
-_QUANTITY_RE = re.compile(r'^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$')
+                       r'(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*\Z')
+TAG_RE = re.compile(r'^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}\Z')
+DIGEST_RE = re.compile(r'^sha256:[a-f0-9]{64}\Z')
+_ENV_NAME_RE = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*\Z')
+_IFNAME_RE = re.compile(r'^[=^]?[A-Za-z0-9_.:@-]{1,15}(,[A-Za-z0-9_.:@-]{1,15})*\Z')
+_QUANTITY_RE = re.compile(r'^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?\Z')
 _CONTROL = re.compile(r'[\x00-\x1f\x7f]')
 _SECRET_BAD = re.compile(r'[\s\x00-\x1f\x7f]', re.UNICODE)
 
@@ -219,7 +219,7 @@ def as_int(value):
         return None, P_BOOL_AS_INT
     if isinstance(value, int):
         return value, None
-    if isinstance(value, str) and re.match(r'^\s*-?[0-9]{1,30}\s*$', value):
+    if isinstance(value, str) and re.match(r'^\s*-?[0-9]{1,30}\s*\Z', value):
         return int(value), None
     return None, P_NOT_INT
 
@@ -628,7 +628,7 @@ def _resources():
     return Rule(check, ACCEPT_RESOURCES, kind='dict')
 
 
-_HOST_PORT_RE = re.compile(r'^([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):[0-9]{1,5}$')
+_HOST_PORT_RE = re.compile(r'^([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):[0-9]{1,5}\Z')
 
 
 def _duration():
@@ -652,7 +652,7 @@ def _octal_mode():
     def check(value):
         if not isinstance(value, str):
             return P_NOT_STRING
-        return None if re.match(r'^0?[0-7]{3,4}$', value) else P_NOT_CHOICE
+        return None if re.match(r'^0?[0-7]{3,4}\Z', value) else P_NOT_CHOICE
     return Rule(check, ACCEPT_OCTAL_MODE, kind='str')
 
 
@@ -799,12 +799,12 @@ RULES = {
     'monitoring_alertmanager_port': _port(not_sshd=True),
     'monitoring_alertmanagers': _host_ports(),
     'monitoring_alertmanager_receivers': _mapping_list(),
-    'monitoring_alertmanager_receiver': _pattern(re.compile(r'^[A-Za-z0-9_.-]{1,128}$'), ACCEPT_RECEIVER),
+    'monitoring_alertmanager_receiver': _pattern(re.compile(r'^[A-Za-z0-9_.-]{1,128}\Z'), ACCEPT_RECEIVER),
     'monitoring_alertmanager_group_wait': _duration(),
     'monitoring_alertmanager_group_interval': _duration(),
     'monitoring_alertmanager_repeat_interval': _duration(),
     'monitoring_alert_thresholds': _mapping(),
-    'monitoring_grafana_prometheus_url': _pattern(re.compile(r'^https?://[^\s/]+\S*$'), ACCEPT_HTTP_URL),
+    'monitoring_grafana_prometheus_url': _pattern(re.compile(r'^https?://[^\s/]+\S*\Z'), ACCEPT_HTTP_URL),
     'monitoring_manage_packages': _bool(),
     'monitoring_node_exporter_port': _port(not_sshd=True),
     'monitoring_dcgm_exporter': _bool(),

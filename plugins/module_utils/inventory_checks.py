@@ -27,7 +27,7 @@ DEFAULT_SUPPORTED_OS = SUPPORTED_OS
 # A DNS-1035 label short enough to leave room for what is added to it: the group name becomes
 # part of container, Service and LeaderWorkerSet names, and LWS derives pod names and label values
 # (at most 63 characters) from it with suffixes of its own.
-GROUP_NAME_RE = re.compile(r'^[a-z]([-a-z0-9]{0,28}[a-z0-9])?$')
+GROUP_NAME_RE = re.compile(r'^[a-z]([-a-z0-9]{0,28}[a-z0-9])?\Z')
 _VERSION_RE = re.compile(r'^\s*(\d+)\.(\d+)(?:\.(\d+))?')
 
 GROUP_NAME_RULE = ("1-30 lowercase letters, digits and '-', starting with a letter and ending "

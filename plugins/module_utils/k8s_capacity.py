@@ -43,7 +43,7 @@ def quantity(value):
         raise CapacityError('not a quantity: %r' % (value,))
     if isinstance(value, (int, float)):
         return int(value)
-    match = re.match(r'^\s*(\d+(?:\.\d+)?)\s*(m|k|M|G|Ki|Mi|Gi)?\s*$', str(value))
+    match = re.match(r'^\s*(\d+(?:\.\d+)?)\s*(m|k|M|G|Ki|Mi|Gi)?\s*\Z', str(value))
     if not match:
         raise CapacityError('not a quantity: %r' % (value,))
     number, suffix = float(match.group(1)), match.group(2) or ''

@@ -69,7 +69,7 @@ SHM_MOUNT = '/dev/shm'
 # The Ray contract's worker has no HTTP endpoint; `ray status` tells whether it joined the head.
 RAY_WORKER_PROBE = {'exec': {'command': ['/bin/sh', '-c', 'ray status']},
                     'initialDelaySeconds': 30, 'periodSeconds': 10, 'timeoutSeconds': 5, 'failureThreshold': 3}
-_WHOLE = re.compile(r'^[0-9]+$')
+_WHOLE = re.compile(r'^[0-9]+\Z')
 # The Prometheus Operator's API (prometheus-operator v0.85.0, example/prometheus-operator-crd) and the
 # CRD each kind of it needs: without them in the cluster the role skips those objects and says so.
 MONITORING_API = 'monitoring.coreos.com/v1'

@@ -23,7 +23,7 @@ import re
 
 # A plain scalar that every YAML 1.1 and 1.2 reader (the operator's go-yaml included) takes as a
 # string: a letter first, then the characters Kubernetes allows in label keys and values ...
-_PLAIN = re.compile(r'^[A-Za-z][A-Za-z0-9._/-]*$')
+_PLAIN = re.compile(r'^[A-Za-z][A-Za-z0-9._/-]*\Z')
 # ... unless it is one of YAML 1.1's words for booleans and null.
 _WORDS = frozenset(('y', 'n', 'yes', 'no', 'on', 'off', 'true', 'false', 'null'))
 

@@ -23,15 +23,15 @@ SCHEDULERS = ('default', 'volcano', 'kai')
 RESTART_POLICIES = ('RecreateGroupOnPodRestart', 'RecreateGroupAfterStart', 'None')
 # A Kubernetes label key: an optional DNS-subdomain prefix and a name of up to 63 characters.
 LABEL_KEY_RE = re.compile(r'^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?'
-                          r'[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$')
+                          r'[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?\Z')
 # An int-or-string of LWS: a whole number, or a percentage such as 25%.
-INT_OR_PERCENT_RE = re.compile(r'^(0|[1-9][0-9]{0,5})%?$')
-PARTITION_RE = re.compile(r'^(0|[1-9][0-9]{0,5})$')
-PRIORITY_CLASS_RE = re.compile(r'^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$')
+INT_OR_PERCENT_RE = re.compile(r'^(0|[1-9][0-9]{0,5})%?\Z')
+PARTITION_RE = re.compile(r'^(0|[1-9][0-9]{0,5})\Z')
+PRIORITY_CLASS_RE = re.compile(r'^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?\Z')
 # A label value (KAI reads the queue from the kai.scheduler/queue label): up to 63 characters.
-LABEL_VALUE_RE = re.compile(r'^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$')
+LABEL_VALUE_RE = re.compile(r'^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?\Z')
 # A Volcano queue is a cluster-scoped object: its name is a DNS subdomain.
-QUEUE_NAME_RE = re.compile(r'^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$')
+QUEUE_NAME_RE = re.compile(r'^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?\Z')
 # The LeaderWorkerSet settings a NIMService has no field for, with the defaults that leave them alone.
 LWS_ONLY_DEFAULTS = (
     ('nim_k8s_restart_policy', 'RecreateGroupOnPodRestart'),
@@ -51,7 +51,7 @@ OPERATOR_ONLY = (
 # The label keys the collection marks what it makes with: a selector label must not replace them.
 OWN_LABEL_PREFIXES = ('app.kubernetes.io/', 'nimstack.multinode/')
 # A ComputeDomain to use by name (a DNS subdomain), or `create` for one per NIMService.
-COMPUTE_DOMAIN_RE = re.compile(r'^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$')
+COMPUTE_DOMAIN_RE = re.compile(r'^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?\Z')
 
 PROBLEM_SCHEDULER = 'nim_k8s_scheduler must be default, volcano or kai, got %s'
 PROBLEM_KAI_QUEUE = ('nim_k8s_scheduler=kai needs nim_k8s_kai_queue, the KAI leaf queue of the groups (KAI '

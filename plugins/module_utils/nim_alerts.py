@@ -82,7 +82,7 @@ DEFAULTS = {
     'runbook_base': DEFAULT_RUNBOOK_BASE,
 }
 
-DURATION_RE = re.compile(r'^(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?$')
+DURATION_RE = re.compile(r'^(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?\Z')
 _DURATION_KEYS = tuple(k for k in DEFAULTS if k.endswith('_for') or k.endswith('_window'))
 # key -> (low, low inclusive, high, high inclusive, what is accepted)
 _RANGES = {
@@ -126,7 +126,7 @@ def threshold_problems(thresholds):
             if not isinstance(value, bool):
                 problems.append('alert threshold %s=%r must be true or false' % (key, value))
         elif key == 'runbook_base':
-            if not isinstance(value, str) or not re.match(r'^https?://[^\s#"\']+$', value):
+            if not isinstance(value, str) or not re.match(r'^https?://[^\s#"\']+\Z', value):
                 problems.append('alert threshold %s=%r must be an http(s) URL without a fragment or spaces'
                                 % (key, value))
     return problems

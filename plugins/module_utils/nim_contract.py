@@ -25,7 +25,7 @@ AUTO = 'auto'
 CONTRACT_CHOICES = (AUTO,) + LAUNCH_CONTRACTS
 
 # A NIM release tag: 1.8.4, 1.10, 2.0.1, v2.0.0, 1.7.3-rtx, 2.0.0-rc1.
-_VERSION_TAG = re.compile(r'^v?(?P<major>\d+)\.(?P<minor>\d+)(?:\.(?P<patch>\d+))?(?:[-+._][0-9A-Za-z.+_-]*)?$')
+_VERSION_TAG = re.compile(r'^v?(?P<major>\d+)\.(?P<minor>\d+)(?:\.(?P<patch>\d+))?(?:[-+._][0-9A-Za-z.+_-]*)?\Z')
 # NIM model profiles name their engine: sglang-h100-bf16-tp8-pp2, tensorrt_llm-..., vllm-...
 _SGLANG_PROFILE = re.compile(r'(^|[^a-z])sglang([^a-z]|$)', re.IGNORECASE)
 # The first NIM for LLMs release that runs multi-node on Ray (docs/contracts.md), and the first

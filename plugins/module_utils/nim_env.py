@@ -79,17 +79,17 @@ _RANK_IDENTITY = frozenset(('NIM_NODE_RANK', 'NIM_LEADER_ROLE'))
 # RAY_AUTH_TOKEN_PATH (a file name) and RAY_AUTH_MODE (the word "token") are not.
 _SECRET_NAME = re.compile(
     r'(^|_)(TOKEN|SECRET|SECRET_KEY|PASSWORD|PASSWD|API_KEY|APIKEY|AUTH_KEY|ACCESS_KEY|PRIVATE_KEY|'
-    r'CREDENTIAL|CREDENTIALS)$')
+    r'CREDENTIAL|CREDENTIALS)\Z')
 # NGC personal and service keys start with this prefix, whatever variable they are put in.
 _NGC_KEY_VALUE = re.compile(r'^nvapi-')
 
-_ENV_NAME = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*$')
-_HOST = re.compile(r'^[A-Za-z0-9_]([A-Za-z0-9._:\-]*[A-Za-z0-9])?$')
-_DNS_NAME = re.compile(r'^[A-Za-z0-9]([A-Za-z0-9.\-]*[A-Za-z0-9])?$')
-_IFNAMES = re.compile(r'^[A-Za-z0-9_.\-]+(,[A-Za-z0-9_.\-]+)*$')
-_HCA = re.compile(r'^[=^]?[A-Za-z0-9_]+(:[0-9]+)?(,[A-Za-z0-9_]+(:[0-9]+)?)*$')
-_PROFILE_ID = re.compile(r'^[A-Za-z0-9._:\-]+$')
-_ABS_PATH = re.compile(r'^/[A-Za-z0-9._/\-]*$')
+_ENV_NAME = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*\Z')
+_HOST = re.compile(r'^[A-Za-z0-9_]([A-Za-z0-9._:\-]*[A-Za-z0-9])?\Z')
+_DNS_NAME = re.compile(r'^[A-Za-z0-9]([A-Za-z0-9.\-]*[A-Za-z0-9])?\Z')
+_IFNAMES = re.compile(r'^[A-Za-z0-9_.\-]+(,[A-Za-z0-9_.\-]+)*\Z')
+_HCA = re.compile(r'^[=^]?[A-Za-z0-9_]+(:[0-9]+)?(,[A-Za-z0-9_]+(:[0-9]+)?)*\Z')
+_PROFILE_ID = re.compile(r'^[A-Za-z0-9._:\-]+\Z')
+_ABS_PATH = re.compile(r'^/[A-Za-z0-9._/\-]*\Z')
 
 
 class NimEnvError(ValueError):
@@ -147,7 +147,7 @@ def _ucx_device(ib_hca):
     first = ib_hca.lstrip('=').split(',')[0]
     if ':' in first:
         return first
-    if not re.search(r'_[0-9]+$', first):
+    if not re.search(r'_[0-9]+\Z', first):
         first += '_0'
     return first + ':1'
 

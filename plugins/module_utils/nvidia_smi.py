@@ -35,9 +35,9 @@ _BANNER_RE = re.compile(r'NVIDIA-SMI\s+[0-9]')
 _DRIVER_RE = re.compile(r'Driver Version:\s*([0-9][0-9.]*)')
 _CUDA_RE = re.compile(r'CUDA Version:\s*([0-9][0-9.]*)')
 # "81559 MiB" when a caller dropped nounits; the unit is the only one memory.total uses.
-_MIB_RE = re.compile(r'^([0-9]+)(?:\s*MiB)?$')
+_MIB_RE = re.compile(r'^([0-9]+)(?:\s*MiB)?\Z')
 # A header cell reads "memory.total [MiB]": the unit in brackets is not part of the field name.
-_HEADER_UNIT_RE = re.compile(r'\s*\[[^\]]*\]$')
+_HEADER_UNIT_RE = re.compile(r'\s*\[[^\]]*\]\Z')
 
 
 class NvidiaSmiError(ValueError):
