@@ -191,6 +191,7 @@ def main():
             continue
         if note:
             cleared.append('%s: %s' % (path, note))
+            module.warn('%s: %s' % (path, note))
         if action == 'keep':
             continue
         changed = True
