@@ -9,7 +9,7 @@ DOCUMENTATION = r'''
 ---
 name: nim_run_owner
 short_description: The owner of this ansible-playbook run's maintenance holds
-version_added: 0.9.0
+version_added: 0.5.0
 description:
   - Names the run that writes a maintenance hold for the group supervisors (roles nim_docker and common), as
     Kubernetes' Lease objects name their holder. The run id joins the controller's host name, the pid of the

@@ -9,20 +9,20 @@ DOCUMENTATION = r'''
 ---
 module: nim_supervisor_hold
 short_description: Hold, renew, release or read the maintenance holds of the group supervisors
-version_added: 0.9.0
+version_added: 0.5.0
 description:
-  - The group supervisors (C(nimstack-supervisor@<group>), role nim_docker) do nothing while a live maintenance
+  - "The group supervisors (C(nimstack-supervisor@<group>), role nim_docker) do nothing while a live maintenance
     hold is on a member: a file that a run writes while it re-forms the group or restarts its hosts. A hold is a
     lease, as Kubernetes' Lease objects are. It names its owner (the run, its controller and pid, from the lookup
-    M(nimstack.multinode.nim_run_owner)), what holds and when it expires; the run renews it at each step. A run
-    that dies leaves a hold that expires by itself: the supervisors then ignore it and the next run clears it.
+    P(nimstack.multinode.nim_run_owner#lookup)), what holds and when it expires; the run renews it at each step. A
+    run that dies leaves a hold that expires by itself: the supervisors then ignore it and the next run clears it."
   - V(present) writes the hold of this run, or renews it (a new expiry, the time it was acquired kept). It
     replaces a stale hold of any run, and a file that is not a lease (the plain text of an earlier release),
-    saying so. It fails on a live hold of another run, naming it: two runs on one group at once would stop each
-    other's ranks.
+    with a warning naming it. It fails on a live hold of another run, naming it, since two runs on one group at
+    once would stop each other's ranks.
   - V(absent) removes this run's hold and any stale one; it leaves a live hold of another run and warns.
   - V(query) only reads the holds.
-  - A file that is not a lease (plain text, garbled) counts from its modification time: it holds for O(lease)
+  - A file that is not a lease (plain text, garbled) counts from its modification time; it holds for O(lease)
     seconds after it was last written.
 author:
   - nimstack maintainers (@nimstack)
@@ -39,7 +39,8 @@ options:
     default: present
   owner:
     description:
-      - This run, as the lookup M(nimstack.multinode.nim_run_owner) names it (keys C(run), C(controller), C(pid)).
+      - This run, as the lookup P(nimstack.multinode.nim_run_owner#lookup) names it (keys C(run), C(controller),
+        C(pid)).
         Required unless O(state=query).
     type: dict
   holder:
@@ -53,7 +54,8 @@ options:
 attributes:
   check_mode:
     support: full
-    description: Reads and reports what it would write or remove; a live hold of another run is a warning, not a failure.
+    description:
+      - Reads and reports what it would write or remove; a live hold of another run is a warning, not a failure.
   diff_mode:
     support: none
     description: The hold is set and released within one run; its content is in RV(holds).
@@ -118,7 +120,9 @@ holds:
       expires: 1764003600
       remaining: -120
       legacy: false
-      message: hold by run ctl-4242-1764000000 of controller ctl (a Docker engine restart wave) expired at 2025-11-24T17:00:00Z, ignored
+      message: >-
+        hold by run ctl-4242-1764000000 of controller ctl (a Docker engine restart wave) expired 120 s ago
+        (at 2025-11-24T17:00:00Z), ignored by the supervisors
 cleared:
   description: The holds of other runs, or not leases, that this call replaced or removed (V(present), V(absent)).
   returned: always

@@ -378,6 +378,7 @@ def test_a_live_hold_of_another_run_is_refused_and_named(want):
     action, note = gs.hold_action(gs.hold_state(lease(NOW - 10, owner=other), NOW, NOW, 60), OWNER, want)
     assert action == 'refuse'
     assert note.startswith('hold by run ctl2-7-1764000500 of controller ctl2 (the deployment of group default) '
-                           'expires in 50 s (at 2025-11-24T16:10:50Z): another run (controller ctl2, pid 7) is working on this host')
+                           'expires in 50 s (at 2025-11-24T16:10:50Z): another run (controller ctl2, pid 7) is working '
+                           'on this host')
     # Once it expired, the next run clears it whoever held it.
     assert gs.hold_action(gs.hold_state(lease(NOW - 100, owner=other), NOW, NOW, 60), OWNER, want)[0] != 'refuse'
