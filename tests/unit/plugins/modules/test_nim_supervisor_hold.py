@@ -66,8 +66,8 @@ def test_query_reads_without_an_owner_and_changes_nothing(tmp_path):
     path = tmp_path / 'maintenance'
     path.write_text('garbage')
     os.utime(str(path), (time.time() - 700, time.time() - 700))
-    result, failed = run_module(nim_supervisor_hold.main, dict(paths=[str(path), str(tmp_path / 'none')], state='query',
-                                                              lease=600))
+    args = dict(paths=[str(path), str(tmp_path / 'none')], state='query', lease=600)
+    result, failed = run_module(nim_supervisor_hold.main, args)
     assert not failed and not result['changed']
     assert [(h['state'], h['legacy']) for h in result['holds']] == [('stale', True)]
     assert path.read_text() == 'garbage'
