@@ -148,6 +148,7 @@ class Supervisor(object):
 
     def report(self):
         holds = self.holds()
+        # 'maintenance' too: a leader of an earlier release, while the members are updated, reads only that.
         return {'host': self.me, 'maintenance': any(h['state'] == gs.HOLD_LIVE for h in holds), 'holds': holds,
                 'rank': gs.observe(self.inspect(), self.group)}
 
