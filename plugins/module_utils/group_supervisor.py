@@ -18,6 +18,7 @@ __metaclass__ = type
 import hashlib
 import hmac
 import json
+import math
 import time
 
 # The states a supervisor reports (its state file, playbooks/status.yml).
@@ -101,6 +102,8 @@ def rank_problem(baseline, obs):
 # expires unless that run renews it. A run that dies leaves a hold that expires by itself.
 HOLD_LIVE = 'live'
 HOLD_STALE = 'stale'
+# An expiry past this (the year 10000) is garbled: time.gmtime cannot show it.
+_HOLD_MAX_EXPIRY = 253402300800
 
 
 def hold_record(owner, holder, lease, now, acquired=None):
@@ -123,7 +126,7 @@ def _when(epoch):
 
 
 def _number(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _hold_text(owner, holder, legacy):
@@ -147,7 +150,8 @@ def hold_state(content, now, mtime, lease):
     'legacy', 'message'}.
     """
     record = load_json(content) if isinstance(content, str) else None
-    legacy = not (isinstance(record, dict) and _number(record.get('expires')))
+    legacy = not (isinstance(record, dict) and _number(record.get('expires'))
+                  and 0 <= record['expires'] < _HOLD_MAX_EXPIRY)
     if legacy:
         record = {}
     owner = record.get('owner') if isinstance(record.get('owner'), dict) else {}
@@ -205,10 +209,11 @@ def holds_of(hosts, reports):
             continue
         for hold in report['holds']:
             what = '%s: %s' % (host, _hold_text(hold.get('owner') or {}, hold.get('holder'), hold.get('legacy')))
+            expires = _when(hold.get('expires', 0))
             if hold.get('state') == HOLD_LIVE:
-                held.append('%s until %s' % (what, _when(hold['expires'])))
+                held.append('%s until %s' % (what, expires))
             else:
-                ignored.append('%s expired at %s, ignored' % (what, _when(hold['expires'])))
+                ignored.append('%s expired at %s, ignored' % (what, expires))
     return '; '.join(held), ignored
 
 

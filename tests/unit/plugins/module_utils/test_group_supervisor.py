@@ -320,7 +320,8 @@ def test_an_expired_hold_is_stale_and_says_when_it_expired():
 
 @pytest.mark.parametrize('content', [
     'held by a deployment (nimstack.multinode.nim_docker)\n', '', '{"owner": "x"', '[1, 2]', '{"expires": "soon"}',
-    '{"expires": true}', None, '\x00\xff'])
+    '{"expires": true}', '{"expires": Infinity}', '{"expires": NaN}', '{"expires": 1e300}', '{"expires": -5}', None,
+    '\x00\xff'])
 def test_a_plain_or_garbled_hold_counts_from_its_mtime(content):
     live = gs.hold_state(content, NOW, NOW - 30, 60)
     assert (live['state'], live['legacy'], live['remaining'], live['owner']) == (gs.HOLD_LIVE, True, 30, {})
