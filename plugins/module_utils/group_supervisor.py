@@ -4,7 +4,7 @@
 """The decisions of the bare-metal group supervisor (roles/nim_docker/files/nimstack_supervisor.py),
 as pure functions: what one rank's container looks like, whether the group must restart as a
 whole, whether the restart budget allows it, in which order a restart runs, and how the members'
-supervisors authenticate each other.
+supervisors authenticate each other, and whether a run's maintenance hold still holds.
 
 One supervisor runs on every member of a Docker group (nimstack-supervisor@<group>.service). The
 leader's decides; the others report their rank and carry out the leader's orders. Nothing here
@@ -18,6 +18,8 @@ __metaclass__ = type
 import hashlib
 import hmac
 import json
+import math
+import time
 
 # The states a supervisor reports (its state file, playbooks/status.yml).
 FORMED = 'formed'
@@ -95,22 +97,148 @@ def rank_problem(baseline, obs):
     return None
 
 
+# A maintenance hold (a file the run writes on a host while it re-forms a group or runs a restart
+# or reboot wave) is a lease, as Kubernetes' Lease objects are: it names the run that holds it and
+# expires unless that run renews it. A run that dies leaves a hold that expires by itself.
+HOLD_LIVE = 'live'
+HOLD_STALE = 'stale'
+# An expiry past this (the year 10000) is garbled: time.gmtime cannot show it.
+_HOLD_MAX_EXPIRY = 253402300800
+
+
+def hold_record(owner, holder, lease, now, acquired=None):
+    """The content of a hold file (JSON): its owner (run, controller, pid: run_owner()), what holds
+    (holder: 'the deployment of group g1'), when it was acquired and last renewed, the lease in
+    seconds and the time it expires (epoch seconds)."""
+    now = int(now)
+    return {'owner': dict(owner), 'holder': holder, 'acquired': int(acquired or now), 'renewed': now,
+            'lease': int(lease), 'expires': now + int(lease)}
+
+
+def run_owner(controller, pid, started):
+    """The owner of the holds of one ansible-playbook run: its controller, its pid, and a run id that
+    no other run shares (the pid and the start time of the process on that controller)."""
+    return {'run': '%s-%d-%d' % (controller, int(pid), int(started)), 'controller': controller, 'pid': int(pid)}
+
+
+def _when(epoch):
+    return time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(epoch))
+
+
+def _number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _hold_text(owner, holder, legacy):
+    if legacy:
+        who = 'hold without an owner (not a lease: counted from the file\'s time)'
+    else:
+        who = 'hold by run %s of controller %s' % (owner.get('run', '?'), owner.get('controller', '?'))
+    return who + (' (%s)' % holder if holder else '')
+
+
+def hold_state(content, now, mtime, lease):
+    """One hold file as the supervisor, status.yml and the next run read it.
+
+    content: the file's text; mtime: its modification time; lease: the lease in seconds that counts
+    for a file without one. A hold that is not a lease (the plain text of an earlier release, a hand
+    'touch', a half-written or garbled file) is counted from its mtime: it holds for lease seconds
+    after it was last written, then is stale like any other. Never raises.
+
+    Returns {'state': 'live' | 'stale', 'owner': {run, controller, pid} ({} when unnamed),
+    'holder', 'acquired' (None when unknown), 'expires', 'remaining' (seconds, negative once expired),
+    'legacy', 'message'}.
+    """
+    record = load_json(content) if isinstance(content, str) else None
+    legacy = not (isinstance(record, dict) and _number(record.get('expires'))
+                  and 0 <= record['expires'] < _HOLD_MAX_EXPIRY)
+    if legacy:
+        record = {}
+    owner = record.get('owner') if isinstance(record.get('owner'), dict) else {}
+    expires = (float(mtime or 0) + int(lease)) if legacy else float(record['expires'])
+    remaining = int(round(expires - now))
+    holder = str(record.get('holder') or '')
+    what = _hold_text(owner, holder, legacy)
+    if now < expires:
+        state, message = HOLD_LIVE, '%s expires in %d s (at %s)' % (what, max(remaining, 0), _when(expires))
+    else:
+        state, message = HOLD_STALE, '%s expired %d s ago (at %s), ignored by the supervisors' % (
+            what, -remaining, _when(expires))
+    acquired = record.get('acquired') if _number(record.get('acquired')) else None
+    return {'state': state, 'owner': owner, 'holder': holder, 'acquired': acquired, 'expires': int(expires),
+            'remaining': remaining, 'legacy': legacy, 'message': message}
+
+
+def hold_action(state, owner, want):
+    """What a run does with a hold it finds on a host: (action, note).
+
+    state: hold_state() of the file (None: there is none); owner: this run's run_owner(); want:
+    'present' (hold or renew) or 'absent' (release). Actions: 'write' (acquire, renew, or replace
+    a stale hold), 'remove', 'keep' (nothing to do) and 'refuse': the live hold of another run, a
+    concurrent run, which this one neither replaces nor releases. note says what happened to a hold
+    that was not this run's.
+    """
+    if state is None:
+        return ('write' if want == 'present' else 'keep'), ''
+    ours = state['owner'].get('run') == owner.get('run') and not state['legacy']
+    if state['state'] == HOLD_LIVE and not ours and not state['legacy']:
+        owner = state['owner']
+        return 'refuse', ('%s: another run (controller %s, pid %s) is working on this host; let it finish, or '
+                          'remove the file once that run is gone' % (state['message'], owner.get('controller', '?'),
+                                                                     owner.get('pid', '?')))
+    note = '' if ours else 'cleared: %s' % state['message']
+    return ('write' if want == 'present' else 'remove'), note
+
+
+def holds_of(hosts, reports):
+    """(held, ignored) of the members' reports: held, the causes of the live holds ('' for none);
+    ignored, the stale holds the supervisor acts as if absent, each as 'h2: hold by run R of
+    controller C expired at T, ignored'.
+
+    A report carries the hold_state() of each hold file on its host under 'holds'. One from a
+    supervisor of an earlier release (a group whose members are being updated) carries only the
+    boolean 'maintenance', which holds.
+    """
+    held, ignored = [], []
+    # Times, not the seconds left: the causes stay the same from one look to the next.
+    for host in hosts:
+        report = reports.get(host) or {}
+        if 'holds' not in report:
+            if report.get('maintenance'):
+                held.append('maintenance flag set on %s (a deploy or a restart wave is running)' % host)
+            continue
+        for hold in report['holds']:
+            what = '%s: %s' % (host, _hold_text(hold.get('owner') or {}, hold.get('holder'), hold.get('legacy')))
+            expires = _when(hold.get('expires', 0))
+            if hold.get('state') == HOLD_LIVE:
+                held.append('%s until %s' % (what, expires))
+            else:
+                ignored.append('%s expired at %s, ignored' % (what, expires))
+    return '; '.join(held), ignored
+
+
 def decide(hosts, reports, baseline):
     """What the leader's supervisor does next, from every member's report.
 
     hosts: the members, in the group's order. reports: {host: report or None (unreachable)}, a
-    report being {'maintenance': bool, 'rank': observe(...)}. baseline: {host: baseline_of(...)}
-    of the last formation, or {} before the first.
+    report being {'holds': [hold_state(...) of each hold file on the host], 'rank': observe(...)}.
+    baseline: {host: baseline_of(...)} of the last formation, or {} before the first.
 
     Returns {'action': 'hold' | 'isolated' | 'fail' | 'restart' | 'baseline' | 'ok', 'state',
-    'cause', 'problems': {host: why}}. A member in maintenance holds everything; an unreachable one
+    'cause', 'problems': {host: why}, 'ignored': [stale holds]}. A live hold on any member holds
+    everything; a stale one (its run died) is ignored and named in 'ignored'; an unreachable member
     makes the leader isolated (it never restarts on a guess); a missing container cannot be
     recreated without Ansible, so the group fails at once.
     """
-    held = [h for h in hosts if reports.get(h) and reports[h].get('maintenance')]
+    held, ignored = holds_of(hosts, reports)
+    decision = _decide(hosts, reports, baseline, held)
+    decision['ignored'] = ignored
+    return decision
+
+
+def _decide(hosts, reports, baseline, held):
     if held:
-        return {'action': 'hold', 'state': MAINTENANCE, 'problems': {},
-                'cause': 'maintenance flag set on %s (a deploy or a restart wave is running)' % ', '.join(held)}
+        return {'action': 'hold', 'state': MAINTENANCE, 'problems': {}, 'cause': held}
     unreachable = [h for h in hosts if not reports.get(h)]
     if unreachable:
         return {'action': 'isolated', 'state': ISOLATED, 'problems': {},
@@ -139,9 +267,9 @@ def check_started(hosts, started, reports, snapshot):
     first look after each start (the caller adds missing hosts). Returns (verdict, cause): 'hold'
     (maintenance), 'isolated', 'broken' (a started rank died or restarted) or 'ok'.
     """
-    held = [h for h in hosts if reports.get(h) and reports[h].get('maintenance')]
+    held = holds_of(hosts, reports)[0]
     if held:
-        return 'hold', 'maintenance flag set on %s' % ', '.join(held)
+        return 'hold', held
     unreachable = [h for h in hosts if not reports.get(h)]
     if unreachable:
         return 'isolated', 'cannot reach the supervisor of %s' % ', '.join(unreachable)
@@ -243,10 +371,12 @@ def verify(secret, timestamp, method, path, body, signature, now):
     return True, ''
 
 
-def state_record(state, cause, role, leader, history, now, problems=None):
-    """The state file's content (JSON): what status.yml reads."""
+def state_record(state, cause, role, leader, history, now, problems=None, ignored=None):
+    """The state file's content (JSON): what status.yml reads. ignored: the stale holds the
+    leader's last decision ignored."""
     return {'state': state, 'cause': cause or '', 'role': role, 'leader': leader,
-            'restarts': list(history), 'problems': dict(problems or {}), 'updated': int(now)}
+            'restarts': list(history), 'problems': dict(problems or {}), 'ignored_holds': list(ignored or []),
+            'updated': int(now)}
 
 
 # Node exporter's textfile collector reads *.prom files from this directory (Debian's
@@ -303,7 +433,7 @@ def load_json(text, default=None):
 def config_problems(config):
     """What is wrong with a supervisor configuration (the deploy writes it; a hand edit may break it)."""
     problems = []
-    for key in ('group', 'self', 'leader', 'members', 'container', 'port'):
+    for key in ('group', 'self', 'leader', 'members', 'container', 'port', 'hold_lease'):
         if key not in config:
             problems.append('%s is missing' % key)
     if problems:
@@ -313,7 +443,7 @@ def config_problems(config):
         problems.append('self %s is not a member' % config['self'])
     if config['leader'] not in hosts:
         problems.append('leader %s is not a member' % config['leader'])
-    for key, low in (('max_restarts', 0), ('window', 1), ('interval', 1)):
+    for key, low in (('max_restarts', 0), ('window', 1), ('interval', 1), ('hold_lease', 1)):
         if key in config and (isinstance(config[key], bool) or not isinstance(config[key], int) or config[key] < low):
             problems.append('%s must be a whole number of at least %d' % (key, low))
     return problems

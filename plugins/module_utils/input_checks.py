@@ -699,11 +699,13 @@ RULES = {
     'nim_api_allowed_cidrs': _sources(True, False, ACCEPT_CIDRS),
     'nim_allow_partial_group': _bool(),
     'nim_group_firewall': _bool(),
-    # The group supervisor of Docker groups (nim_docker): its port and restart budget.
+    # The group supervisor of Docker groups (nim_docker): its port, restart budget and hold lease.
     'nim_group_supervisor': _bool(),
     'nim_group_supervisor_port': _port(not_sshd=True),
     'nim_group_max_restarts': _int_check(0, 100),
     'nim_group_restart_window': _int_check(60, _WEEK),
+    # How long a run's maintenance hold holds the supervisors without a renewal (their lease).
+    'nim_group_hold_lease': _int_check(10, _WEEK),
     # The gid of the collection's group nimstack-secrets (nim_docker_secrets_gid, ssh_mesh_secrets_gid).
     'nim_secrets_gid': _secrets_gid(),
     # How many serving groups a restart (dockerd, a driver reload, a reboot) may take down at once.
@@ -846,6 +848,7 @@ RULES = {
     'nim_docker_supervisor_port': _port(not_sshd=True),
     'nim_docker_max_restarts': _int_check(0, 100),
     'nim_docker_restart_window': _int_check(60, _WEEK),
+    'nim_docker_supervisor_hold_lease': _int_check(10, _WEEK),
     'nim_docker_smoke_max_tokens': _int_check(1, 100000),
     'nim_docker_smoke_timeout': _int_check(1, _DAY),
     'nim_docker_ulimits': _string_list(),

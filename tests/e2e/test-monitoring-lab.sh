@@ -13,11 +13,14 @@
 #   4. the dashboards and the alert rules the role wrote name only metrics the live Prometheus has
 #      (tests/monitoring/check_dashboards.py --prometheus), DCGM's from its catalogue
 #      (tests/monitoring/served/dcgm.txt);
-#   5. `docker kill` of the worker's container: NIMGroupNotServing fires (its `for:` shortened to
+#   5. a deploy_docker.yml interrupted (SIGINT, as Ctrl-C) once it holds the supervisors, with a
+#      lease of 25 s: status.yml reports its hold live (the run, expires in N s), then, once it
+#      expired, stale and ignored, and the supervisor goes back to formed with the hold still there;
+#   6. `docker kill` of the worker's container: NIMGroupNotServing fires (its `for:` shortened to
 #      monitoring_alert_thresholds' not_serving_for), Alertmanager has it (/api/v2/alerts), the
-#      supervisor heals the group without Ansible and the alert resolves in both; the times
-#      kill -> firing -> received -> resolved are printed as a JSON line;
-#   6. playbooks/teardown.yml removes what the role made (its directory, drop-ins, the
+#      supervisor heals the group without Ansible, past the dead run's hold, and the alert resolves
+#      in both; the times kill -> firing -> received -> resolved are printed as a JSON line;
+#   7. playbooks/teardown.yml removes what the role made (its directory, drop-ins, the
 #      collection's node exporter) and leaves the distribution's packages.
 # Every wait is bounded.
 #
@@ -187,6 +190,39 @@ sys.exit(0 if any(a["labels"].get("alertname") == "NIMGroupNotServing" and a["la
 }
 [[ -z $(alert_state) ]] || fail "NIMGroupNotServing is $(alert_state) before any kill"
 
+step "a deploy interrupted while it holds the supervisors: its hold is live, then expires and is ignored"
+hold=/etc/nimstack/nim/$group/maintenance lease=25
+PLAYBOOK=playbooks/deploy_docker.yml play "$logs/deploy-interrupted.log" -e "nim_group_hold_lease=$lease" &
+bg=$! t_end=$((SECONDS + 240))
+until on "$g_leader" test -s "$hold" && on "$g_worker" test -s "$hold"; do
+  ((SECONDS < t_end)) || fail "the deploy holds no supervisor within 240 s"
+  sleep 1
+done
+run_pid=$(pgrep -P "$bg" -f ansible-playbook)
+kill -INT "$run_pid"
+for _ in $(seq 20); do kill -0 "$run_pid" 2>/dev/null || break; sleep 1; done
+kill -KILL "$run_pid" 2>/dev/null || true
+wait "$bg" || true
+read -r run_id holder_pid expires < <(on "$g_worker" cat "$hold" \
+  | python3 -c 'import json, sys; h = json.load(sys.stdin); print(h["owner"]["run"], h["owner"]["pid"], h["expires"])')
+((holder_pid == run_pid)) || fail "the hold names pid $holder_pid, not the interrupted run's $run_pid"
+echo "   interrupted run $run_id; its hold expires $((expires - $(date +%s))) s from now"
+PLAYBOOK=playbooks/status.yml play_ok "$logs/status-held.log"
+log_says "$logs/status-held.log" "hold by run $run_id of controller [^ ]* (the deployment of group $group) expires in" \
+  || fail "status.yml does not report the live hold of run $run_id (see $logs/status-held.log)"
+log_says "$logs/status-held.log" "state: maintenance" || fail "status.yml does not say maintenance while the hold is live"
+while (($(date +%s) <= expires)); do sleep 1; done
+t_end=$((SECONDS + 30))
+until on "$g_leader" grep -q '"state": "formed"' "/etc/nimstack/nim/$group/supervisor-state.json"; do
+  ((SECONDS < t_end)) || fail "the supervisor still holds 30 s after the dead run's hold expired"
+  sleep 1
+done
+PLAYBOOK=playbooks/status.yml play_ok "$logs/status-stale.log"
+log_says "$logs/status-stale.log" "hold by run $run_id of controller [^ ]* (the deployment of group $group) expired [0-9]* s ago (at [^)]*), ignored by the supervisors" \
+  || fail "status.yml does not report the stale hold of run $run_id (see $logs/status-stale.log)"
+log_says "$logs/status-stale.log" "state: formed" || fail "status.yml does not say formed once the hold expired"
+echo "   status.yml: live, then stale; the supervisor formed again with the hold left on both hosts"
+
 step "docker kill of the worker's container: NIMGroupNotServing fires, Alertmanager has it, the heal resolves it"
 t0=$(now)
 on "$g_worker" docker kill "nim-$group" >/dev/null
@@ -204,6 +240,9 @@ done
 probe_ready "$g_leader" || fail "group $group does not serve after the alert resolved"
 on "$g_leader" journalctl -u "nimstack-supervisor@$group" --no-pager -o cat >"$logs/journal-$group.log"
 grep -q "restarting the whole group" "$logs/journal-$group.log" || fail "the supervisor's journal does not say it restarted the group"
+grep -q "$g_worker: hold by run $run_id of controller .* expired at .*, ignored" "$logs/journal-$group.log" \
+  || fail "the supervisor's journal does not say it ignored the interrupted run's hold"
+on "$g_worker" test -f "$hold" || fail "the interrupted run's hold went before the heal: the heal proves nothing about it"
 printf '{"test": "monitoring_alert", "alert": "NIMGroupNotServing", "for": "10s", "scrape_interval": "5s", "kill_to_firing_s": %s, "kill_to_received_s": %s, "kill_to_serving_s": %s, "kill_to_resolved_s": %s, "kill_to_am_resolved_s": %s}\n' \
   "$firing" "$received" "${served:-null}" "$resolved" "$am_resolved"
 

@@ -6,13 +6,15 @@
 Usage: nimstack_supervisor.py /etc/nimstack/nim/<group>/supervisor.json
 
 One runs on every member. Each reports its own rank (the container of the group's name, labelled
-nimstack.managed=true and nimstack.group=<group>) and the maintenance flags of its host; the
+nimstack.managed=true and nimstack.group=<group>) and the maintenance holds of its host; the
 leader's supervisor collects every report over the group's network (HTTP on the supervisor port,
 each request signed with the group's secret) and decides: when a rank died or restarted, it
 restarts the WHOLE group in the contract's start order (docker stop, then docker start of the
 existing containers), at most max_restarts times within window seconds; beyond that the group is
 failed: every rank's last log is saved next to the state file and the ranks are stopped. A member
-whose peers cannot be reached does nothing on its own: it reports isolated. The decisions are
+whose peers cannot be reached does nothing on its own: it reports isolated. A live maintenance hold
+(a run re-forming the group or restarting its hosts) holds the whole group; one whose lease expired
+(the run died) is logged and ignored. The decisions are
 group_supervisor.py's (the collection's plugins/module_utils/group_supervisor.py, installed
 beside this file). Standard library only. Logs go to the journal.
 """
@@ -99,6 +101,7 @@ class Supervisor(object):
         self.state_file = config['state_file']
         self.logs_dir = config['logs_dir']
         self.maintenance_files = config.get('maintenance_files', [])
+        self.hold_lease = int(config['hold_lease'])
         # The leader's series for node exporter's textfile collector, where that directory exists.
         self.metrics_dir = config.get('metrics_dir', gs.METRICS_DIR)
         self.metrics_path = gs.metrics_file(self.group, self.metrics_dir) if self.is_leader and self.metrics_dir else ''
@@ -111,6 +114,7 @@ class Supervisor(object):
         self.problems = saved.get('problems', {}) if self.state == gs.FAILED else {}
         self.baseline = {}
         self.pending = ''
+        self.ignored = []
         # A follower's view of the leader.
         self.told = {}
         self.last_contact = None
@@ -118,8 +122,22 @@ class Supervisor(object):
         self.written = None
 
     # ---- this host --------------------------------------------------------------------------
-    def maintenance(self):
-        return any(os.path.exists(path) for path in self.maintenance_files)
+    def holds(self):
+        """The hold files of this host, each read as a lease (group_supervisor.hold_state)."""
+        found = []
+        for path in self.maintenance_files:
+            try:
+                mtime = os.stat(path).st_mtime
+            except OSError:
+                continue
+            try:
+                with open(path, errors='replace') as handle:
+                    content = handle.read(65536)
+            except OSError:
+                # Unreadable counts as garbled: it holds for one lease after it was written.
+                content = ''
+            found.append(dict(gs.hold_state(content, time.time(), mtime, self.hold_lease), path=path))
+        return found
 
     def inspect(self):
         rc, out, _err = docker('inspect', '--type', 'container', self.container, timeout=30)
@@ -129,7 +147,10 @@ class Supervisor(object):
         return data[0] if data else None
 
     def report(self):
-        return {'host': self.me, 'maintenance': self.maintenance(), 'rank': gs.observe(self.inspect(), self.group)}
+        holds = self.holds()
+        # 'maintenance' too: a leader of an earlier release, while the members are updated, reads only that.
+        return {'host': self.me, 'maintenance': any(h['state'] == gs.HOLD_LIVE for h in holds), 'holds': holds,
+                'rank': gs.observe(self.inspect(), self.group)}
 
     def act(self, op, cause=''):
         """Carry out one order on this host's rank; (ok, error)."""
@@ -171,7 +192,7 @@ class Supervisor(object):
     def write_state(self):
         with self.lock:
             record = gs.state_record(self.state, self.cause, 'leader' if self.is_leader else 'member', self.leader,
-                                     self.history, time.time(), self.problems)
+                                     self.history, time.time(), self.problems, self.ignored)
         key = json.dumps(dict(record, updated=0), sort_keys=True)
         # Rewritten on a change, and every minute so that status.yml sees a live supervisor.
         if self.written and self.written[0] == key and time.time() - self.written[1] < 60:
@@ -327,6 +348,10 @@ class Supervisor(object):
             self.write_state()
             return
         decision = gs.decide(self.hosts, reports, self.baseline)
+        for ignored in decision['ignored']:
+            if ignored not in self.ignored:
+                log('group %s: %s' % (self.group, ignored), 4)
+        self.ignored = decision['ignored']
         action = decision['action']
         if action in ('ok', 'baseline') and self.pending:
             action, decision = 'restart', dict(decision, cause=self.pending, problems={})

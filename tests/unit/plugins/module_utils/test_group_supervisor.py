@@ -3,6 +3,7 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import json
 import os
 import subprocess
 import sys
@@ -13,6 +14,8 @@ from ansible_collections.nimstack.multinode.plugins.module_utils import group_su
 
 HOSTS = ['h1', 'h2', 'h3']
 GROUP = 'default'
+NOW = 1764000600
+OWNER = gs.run_owner('ctl', 4242, 1764000000)
 
 
 def inspect(cid='c1', running=True, restarting=False, restarts=0, started='2026-01-01T00:00:00Z', code=0,
@@ -34,6 +37,17 @@ def reports(**ranks):
 
 def baseline(reps):
     return dict((h, gs.baseline_of(r['rank'])) for h, r in reps.items())
+
+
+def held(content, mtime=None, lease=60):
+    """A member's report with one hold file of this content."""
+    state = gs.hold_state(content, NOW, NOW - 5 if mtime is None else mtime, lease)
+    return {'maintenance': state['state'] == gs.HOLD_LIVE, 'holds': [dict(state, path='/etc/nimstack/maintenance')],
+            'rank': gs.observe(inspect(cid='h3', running=False), GROUP)}
+
+
+def lease(renewed, seconds=60, owner=None):
+    return json.dumps(gs.hold_record(owner or OWNER, 'the deployment of group default', seconds, renewed))
 
 
 def test_observe_a_missing_and_a_foreign_container():
@@ -154,17 +168,18 @@ def test_requests_are_signed_with_the_group_secret_and_recent():
 
 def test_config_problems():
     good = {'group': 'g', 'self': 'h1', 'leader': 'h1', 'members': [{'host': 'h1'}], 'container': 'nim-g',
-            'port': 8479, 'max_restarts': 0, 'window': 60, 'interval': 2}
+            'port': 8479, 'max_restarts': 0, 'window': 60, 'interval': 2, 'hold_lease': 3600}
     assert gs.config_problems(good) == []
     assert gs.config_problems(dict(good, self='h9')) == ['self h9 is not a member']
     assert gs.config_problems(dict(good, window=0)) == ['window must be a whole number of at least 1']
+    assert gs.config_problems(dict(good, hold_lease='1h')) == ['hold_lease must be a whole number of at least 1']
     assert gs.config_problems({'group': 'g'})[0] == 'self is missing'
 
 
 def test_state_record_is_what_status_reads():
     record = gs.state_record(gs.FAILED, 'why', 'leader', 'h1', [1, 2], 5.5, {'h2': 'dead'})
     assert record == {'state': 'failed', 'cause': 'why', 'role': 'leader', 'leader': 'h1', 'restarts': [1, 2],
-                      'problems': {'h2': 'dead'}, 'updated': 5}
+                      'problems': {'h2': 'dead'}, 'ignored_holds': [], 'updated': 5}
 
 
 def test_the_shipped_program_is_valid_python_and_refuses_a_bad_config(tmp_path):
@@ -193,6 +208,9 @@ def test_during_a_restart_only_the_started_ranks_must_run():
     assert gs.check_started(HOSTS, ['h2'], reports(h3=None), snapshot)[0] == 'isolated'
     held = {'maintenance': True, 'rank': reps['h3']['rank']}
     assert gs.check_started(HOSTS, ['h2'], reports(h3=held), snapshot)[0] == 'hold'
+    stale = {'holds': [gs.hold_state(json.dumps(gs.hold_record(OWNER, 'x', 30, NOW - 60)), NOW, NOW - 60, 30)],
+             'rank': reps['h3']['rank']}
+    assert gs.check_started(HOSTS, ['h2'], reports(h3=stale), snapshot) == ('ok', '')
 
 
 def _samples(text):
@@ -252,7 +270,10 @@ def test_the_leader_writes_its_series_for_node_exporter_and_removes_them_when_st
     config = {'group': GROUP, 'self': 'h1', 'leader': 'h1', 'members': [{'host': 'h1', 'address': '127.0.0.1'}],
               'container': 'nim-default', 'port': port, 'bind': '127.0.0.1', 'api_port': 1, 'interval': 1,
               'max_restarts': 4, 'state_file': str(tmp_path / 'state.json'), 'logs_dir': str(tmp_path / 'logs'),
-              'secret_file': str(tmp_path / 'secret'), 'metrics_dir': str(metrics)}
+              'secret_file': str(tmp_path / 'secret'), 'metrics_dir': str(metrics), 'hold_lease': 60,
+              'maintenance_files': [str(tmp_path / 'maintenance')]}
+    # A hold its run left behind when it died, its lease long expired: the supervisor ignores it.
+    (tmp_path / 'maintenance').write_text(json.dumps(gs.hold_record(OWNER, 'a restart wave', 60, time.time() - 600)))
     (tmp_path / 'supervisor.json').write_text(json.dumps(config))
     env = dict(os.environ, PYTHONPATH=os.path.dirname(gs.__file__), NIMSTACK_SUPERVISOR_DOCKER=str(fake))
     proc = subprocess.Popen([sys.executable, program, str(tmp_path / 'supervisor.json')], env=env,
@@ -269,7 +290,96 @@ def test_the_leader_writes_its_series_for_node_exporter_and_removes_them_when_st
         assert _samples(text)[('nimstack_group_restart_budget', (('group', GROUP),))] == 4
         assert oct(path.stat().st_mode & 0o777) == '0o644'
         assert [p.name for p in metrics.iterdir()] == [path.name]
+        state = json.loads((tmp_path / 'state.json').read_text())
+        assert state['state'] == 'formed'
+        assert state['ignored_holds'][0].startswith('h1: hold by run ctl-4242-1764000000 of controller ctl (a restart '
+                                                    'wave) expired at ')
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=20)
     assert not path.exists()
+
+
+def test_a_hold_is_a_lease_that_names_its_run():
+    record = gs.hold_record(OWNER, 'the deployment of group default', 60, NOW, acquired=NOW - 100)
+    assert record == {'owner': {'run': 'ctl-4242-1764000000', 'controller': 'ctl', 'pid': 4242},
+                      'holder': 'the deployment of group default', 'acquired': NOW - 100, 'renewed': NOW,
+                      'lease': 60, 'expires': NOW + 60}
+    state = gs.hold_state(json.dumps(record), NOW + 20, NOW - 999, 5)
+    assert (state['state'], state['remaining'], state['legacy']) == (gs.HOLD_LIVE, 40, False)
+    assert state['message'] == ('hold by run ctl-4242-1764000000 of controller ctl (the deployment of group default) '
+                                'expires in 40 s (at 2025-11-24T16:11:00Z)')
+
+
+def test_an_expired_hold_is_stale_and_says_when_it_expired():
+    state = gs.hold_state(lease(NOW - 100), NOW, NOW - 100, 3600)
+    assert (state['state'], state['remaining']) == (gs.HOLD_STALE, -40)
+    assert state['message'] == ('hold by run ctl-4242-1764000000 of controller ctl (the deployment of group default) '
+                                'expired 40 s ago (at 2025-11-24T16:09:20Z), ignored by the supervisors')
+
+
+@pytest.mark.parametrize('content', [
+    'held by a deployment (nimstack.multinode.nim_docker)\n', '', '{"owner": "x"', '[1, 2]', '{"expires": "soon"}',
+    '{"expires": true}', '{"expires": Infinity}', '{"expires": NaN}', '{"expires": 1e300}', '{"expires": -5}', None,
+    '\x00\xff'])
+def test_a_plain_or_garbled_hold_counts_from_its_mtime(content):
+    live = gs.hold_state(content, NOW, NOW - 30, 60)
+    assert (live['state'], live['legacy'], live['remaining'], live['owner']) == (gs.HOLD_LIVE, True, 30, {})
+    assert live['message'].startswith('hold without an owner (not a lease')
+    stale = gs.hold_state(content, NOW, NOW - 61, 60)
+    assert stale['state'] == gs.HOLD_STALE
+    assert stale['message'].endswith('expired 1 s ago (at 2025-11-24T16:09:59Z), ignored by the supervisors')
+
+
+def test_the_decision_ignores_an_expired_hold_and_names_it():
+    dead = held(lease(NOW - 100))
+    decision = gs.decide(HOSTS, reports(h3=dead), baseline(reports()))
+    assert decision['action'] == 'restart' and decision['problems'] == {'h3': 'its container is exited'}
+    assert decision['ignored'] == ['h3: hold by run ctl-4242-1764000000 of controller ctl (the deployment of group '
+                                   'default) expired at 2025-11-24T16:09:20Z, ignored']
+
+
+def test_a_live_hold_still_holds_and_its_cause_stays_until_renewed():
+    decision = gs.decide(HOSTS, reports(h3=held(lease(NOW - 10))), baseline(reports()))
+    assert (decision['action'], decision['state'], decision['ignored']) == ('hold', gs.MAINTENANCE, [])
+    assert decision['cause'] == ('h3: hold by run ctl-4242-1764000000 of controller ctl (the deployment of group '
+                                 'default) until 2025-11-24T16:10:50Z')
+    # The seconds left are not in the cause, so the supervisor logs a hold once, not every look.
+    later = dict(held(lease(NOW - 10)), holds=[gs.hold_state(lease(NOW - 10), NOW + 30, NOW, 60)])
+    assert gs.decide(HOSTS, reports(h3=later), {})['cause'] == decision['cause']
+    # A member of an earlier release reports only the flag, which holds.
+    assert gs.decide(HOSTS, reports(h2={'maintenance': True, 'rank': {}}), {})['action'] == 'hold'
+
+
+def test_a_garbled_hold_never_breaks_the_decision():
+    assert gs.decide(HOSTS, reports(h3=held('garbage', mtime=NOW - 10)), {})['action'] == 'hold'
+    decision = gs.decide(HOSTS, reports(h3=held('garbage', mtime=NOW - 61)), baseline(reports()))
+    assert decision['action'] == 'restart' and 'hold without an owner' in decision['ignored'][0]
+
+
+@pytest.mark.parametrize('found,want,action', [
+    (None, 'present', 'write'), (None, 'absent', 'keep'),
+    (lease(NOW - 10), 'present', 'write'), (lease(NOW - 10), 'absent', 'remove'),
+    (lease(NOW - 100), 'present', 'write'), (lease(NOW - 100), 'absent', 'remove'),
+    ('plain text', 'present', 'write'), ('plain text', 'absent', 'remove'),
+])
+def test_a_run_renews_its_own_hold_and_clears_stale_ones(found, want, action):
+    state = None if found is None else gs.hold_state(found, NOW, NOW - 30, 60)
+    got, note = gs.hold_action(state, OWNER, want)
+    assert got == action
+    # This run's own hold, live or expired, is renewed or released without a note.
+    assert (note == '') == (found != 'plain text')
+    if note:
+        assert note.startswith('cleared: hold ')
+
+
+@pytest.mark.parametrize('want', ['present', 'absent'])
+def test_a_live_hold_of_another_run_is_refused_and_named(want):
+    other = gs.run_owner('ctl2', 7, 1764000500)
+    action, note = gs.hold_action(gs.hold_state(lease(NOW - 10, owner=other), NOW, NOW, 60), OWNER, want)
+    assert action == 'refuse'
+    assert note.startswith('hold by run ctl2-7-1764000500 of controller ctl2 (the deployment of group default) '
+                           'expires in 50 s (at 2025-11-24T16:10:50Z): another run (controller ctl2, pid 7) is working '
+                           'on this host')
+    # Once it expired, the next run clears it whoever held it.
+    assert gs.hold_action(gs.hold_state(lease(NOW - 100, owner=other), NOW, NOW, 60), OWNER, want)[0] != 'refuse'
