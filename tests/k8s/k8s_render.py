@@ -138,10 +138,13 @@ class Render:
         return found[0]
 
     def changed(self):
-        for line in self.output.splitlines():
-            if line.startswith('localhost') and 'changed=' in line:
-                return int(line.split('changed=')[1].split()[0])
-        raise AssertionError('no play recap in the output:\n' + self.output[-3000:])
+        """The changes of the run, every host of its recap together: the Kubernetes play runs on the
+        controller in the name of a host of the groups, the preflight on localhost and the nodes."""
+        recap = self.output.split('PLAY RECAP')[-1] if 'PLAY RECAP' in self.output else ''
+        counts = [int(line.split('changed=')[1].split()[0]) for line in recap.splitlines() if 'changed=' in line]
+        if not counts:
+            raise AssertionError('no play recap in the output:\n' + self.output[-3000:])
+        return sum(counts)
 
 
 def two_group_inventory(workdir):
