@@ -1,9 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, nimstack maintainers
 # SPDX-License-Identifier: Apache-2.0
-"""Filters k8s_groups, k8s_limited_groups, k8s_limit_problems, k8s_run_scope, k8s_problems, k8s_capacity_groups, k8s_group_specs, k8s_alert_rule, k8s_references,
-k8s_namespaces, k8s_namespace_objects, k8s_ngc_secrets, k8s_ssh_secret, k8s_missing_monitoring, k8s_group_objects,
-k8s_render_files, k8s_operator_running and k8s_ssh_secret_groups of the role nim_k8s (docs in the .yml files)."""
+"""Filters k8s_groups, k8s_limited_groups, k8s_limit_problems, k8s_run_scope, k8s_problems,
+k8s_capacity_groups, k8s_group_specs, k8s_alert_rule, k8s_references, k8s_namespaces,
+k8s_namespace_objects, k8s_ngc_secrets, k8s_ssh_secret, k8s_missing_monitoring, k8s_group_objects,
+k8s_render_files, k8s_operator_running and k8s_ssh_secret_groups of the role nim_k8s (docs in the
+.yml files)."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
