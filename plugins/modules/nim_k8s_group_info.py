@@ -13,8 +13,8 @@ version_added: 0.1.0
 description:
   - Reads, in one call with one API client, the workload of a deployment group (its LeaderWorkerSet,
     or its NIMService and the LeaderWorkerSet the NIM Operator made of it), the group's pods, its
-    PersistentVolumeClaims (O(claims) and those its pods mount), the cluster's storage classes and
-    nodes, and the events of the namespace.
+    PersistentVolumeClaims (O(claims) and those its pods mount), the events of the namespace, and
+    the cluster's storage classes while a claim is not bound and its nodes while a pod is not placed.
   - Returns RV(state) V(ready) when the workload has rolled out (every replica on the current
     template and ready, as filter C(rollout_problem) judges it), V(waiting) while it has not, and
     V(hopeless) when waiting cannot help (the rules are in C(plugins/module_utils/k8s_diagnose.py)), that is
@@ -168,13 +168,20 @@ def read_group(service, params):
               if c['metadata']['name'] in mounted]
     events = service.find('Event', 'v1', namespace=namespace)['resources']
 
-    def optional(kind, api_version):
+    # The cluster-wide lists are read only when they can tell something (a claim not bound, a pod
+    # not placed): a large cluster's node list is megabytes, and the wait looks every few seconds.
+    def optional(kind, api_version, needed):
+        if not needed:
+            return []
         try:
             return service.find(kind, api_version)['resources']
         except CoreException:
             return None
 
-    return workloads, pods, claims, optional('StorageClass', 'storage.k8s.io/v1'), optional('Node', 'v1'), events
+    pending = any((c.get('status') or {}).get('phase') != 'Bound' for c in claims)
+    unplaced = any(not (p.get('spec') or {}).get('nodeName') for p in pods)
+    return (workloads, pods, claims, optional('StorageClass', 'storage.k8s.io/v1', pending),
+            optional('Node', 'v1', unplaced), events)
 
 
 def main():

@@ -32,7 +32,7 @@ def obj(kind, name, namespace='nim', **rest):
 
 
 def test_the_operators_lws_its_pods_and_the_claims_they_mount_are_read():
-    pod = obj('Pod', 'nim-alpha-lws-0', spec={'volumes': [{'name': 'cache', 'persistentVolumeClaim': {'claimName': 'nim-alpha-cache'}},
+    pod = obj('Pod', 'nim-alpha-lws-0', status={'phase': 'Pending'}, spec={'volumes': [{'name': 'cache', 'persistentVolumeClaim': {'claimName': 'nim-alpha-cache'}},
                                                           {'name': 'shm', 'emptyDir': {'medium': 'Memory'}}]})
     pod['metadata']['labels'] = {'leaderworkerset.sigs.k8s.io/name': 'nim-alpha-lws'}
     other = obj('Pod', 'team-0')
@@ -57,5 +57,17 @@ def test_a_claim_named_is_read_before_any_pod_mounts_it():
         'claims': ['nim-alpha-model-store']})[:5]
     assert [w['kind'] for w in workloads] == ['LeaderWorkerSet'] and pods == []
     assert [c['metadata']['name'] for c in claims] == ['nim-alpha-model-store']
-    assert classes == [] and nodes == []
     assert ('Pod', None, 'nim', ('leaderworkerset.sigs.k8s.io/name=nim-alpha',)) in service.calls
+    # A claim without a status is Pending: the storage classes are read; no pod is unplaced: the nodes are not.
+    assert classes == [] and nodes == []
+    assert [c[0] for c in service.calls].count('StorageClass') == 1 and 'Node' not in [c[0] for c in service.calls]
+
+
+def test_the_cluster_wide_lists_are_not_read_once_everything_is_bound_and_placed():
+    pod = obj('Pod', 'nim-alpha-0', spec={'nodeName': 'gpu-a1', 'volumes': [
+        {'name': 'model-store', 'persistentVolumeClaim': {'claimName': 'nim-alpha-model-store'}}]})
+    pod['metadata']['labels'] = {'leaderworkerset.sigs.k8s.io/name': 'nim-alpha'}
+    service = FakeService([obj('LeaderWorkerSet', 'nim-alpha'), pod,
+                           obj('PersistentVolumeClaim', 'nim-alpha-model-store', status={'phase': 'Bound'})])
+    read_group(service, {'kind': 'LeaderWorkerSet', 'name': 'nim-alpha', 'namespace': 'nim', 'lws_name': '', 'claims': []})
+    assert not {'StorageClass', 'Node'} & set(c[0] for c in service.calls)
