@@ -32,8 +32,9 @@ def obj(kind, name, namespace='nim', **rest):
 
 
 def test_the_operators_lws_its_pods_and_the_claims_they_mount_are_read():
-    pod = obj('Pod', 'nim-alpha-lws-0', status={'phase': 'Pending'}, spec={'volumes': [{'name': 'cache', 'persistentVolumeClaim': {'claimName': 'nim-alpha-cache'}},
-                                                          {'name': 'shm', 'emptyDir': {'medium': 'Memory'}}]})
+    volumes = [{'name': 'cache', 'persistentVolumeClaim': {'claimName': 'nim-alpha-cache'}},
+               {'name': 'shm', 'emptyDir': {'medium': 'Memory'}}]
+    pod = obj('Pod', 'nim-alpha-lws-0', status={'phase': 'Pending'}, spec={'volumes': volumes})
     pod['metadata']['labels'] = {'leaderworkerset.sigs.k8s.io/name': 'nim-alpha-lws'}
     other = obj('Pod', 'team-0')
     service = FakeService([obj('NIMService', 'nim-alpha'), obj('LeaderWorkerSet', 'nim-alpha-lws'), pod, other,
