@@ -315,5 +315,5 @@ def diagnose(workloads, pods, claims, storage_classes, nodes, events, now, start
         reason = '; '.join(hopeless)
         if scheduler and not any(s in reason for s in scheduler):
             reason += '; the scheduler: %s' % scheduler[0]
-        return {'state': 'hopeless', 'reason': reason, 'waiting_on': waiting_on, 'summary': summary}
+        return {'state': 'hopeless', 'reason': reason.rstrip('.'), 'waiting_on': waiting_on, 'summary': summary}
     return {'state': 'waiting', 'reason': problem, 'waiting_on': waiting_on, 'summary': summary}

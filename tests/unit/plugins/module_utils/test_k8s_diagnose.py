@@ -131,7 +131,7 @@ def test_a_claim_naming_a_class_the_cluster_lacks_is_hopeless_with_the_scheduler
     assert result['state'] == 'hopeless'
     assert result['reason'].startswith('claim nim-alpha-model-store names storage class fast-rwx, which the cluster '
                                        'does not have (it has: nimstack-rwx)')
-    assert 'the scheduler: ' + UNBOUND in result['reason']
+    assert 'the scheduler: ' + UNBOUND.rstrip('.') in result['reason']
     assert result['waiting_on'] == 'LeaderWorkerSet nim/nim-alpha'
     summary = result['summary']
     assert summary[0] == 'LeaderWorkerSet nim/nim-alpha: 0 of 1 replicas are ready; it is not Available'
@@ -242,7 +242,7 @@ def test_a_node_selector_no_node_matches_is_hopeless_from_the_node_list_or_the_s
                "available: 5 Preemption is not helpful for scheduling.")
     result = look(pods=[pod('nim-alpha-0')], nodes=None, events=[scheduler_event('nim-alpha-0', message, count=3)], now=100)
     assert result['state'] == 'hopeless'
-    assert 'no node of the cluster matches its node selector or affinity: ' + message in result['reason']
+    assert 'no node of the cluster matches its node selector or affinity: ' + message.rstrip('.') in result['reason']
     assert any('FailedScheduling (default-scheduler, 3x, 30 s ago)' in line for line in result['summary'])
 
 
@@ -299,4 +299,5 @@ def test_timestamps_in_the_forms_the_api_writes():
 def test_the_pods_condition_speaks_for_the_scheduler_once_its_events_have_expired():
     result = look(pods=[pod('nim-alpha-0')], claims=[claim('fast-rwx')], now=4000)
     assert result['state'] == 'hopeless'
-    assert result['reason'].endswith('; the scheduler: ' + UNBOUND)
+    # The role's message puts its own full stop after the reason.
+    assert result['reason'].endswith('; the scheduler: ' + UNBOUND.rstrip('.'))
