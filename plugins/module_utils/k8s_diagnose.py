@@ -105,19 +105,19 @@ class _Look(object):
     def __init__(self, pods, claims, events):
         self.pods = pods
         self.claims = claims
-        pod_uids = dict((_name(p), _meta(p).get('uid')) for p in pods)
-        claim_names = set(_name(c) for c in claims)
+        uids = dict((('Pod', _name(p)), _meta(p).get('uid')) for p in pods)
+        uids.update((('PersistentVolumeClaim', _name(c)), _meta(c).get('uid')) for c in claims)
         self.by_object = {}
         for event in events:
             involved = event.get('involvedObject') or event.get('regarding') or {}
-            kind, name = involved.get('kind'), involved.get('name')
-            if kind == 'Pod' and name in pod_uids:
-                # A pod LWS recreated keeps its name: the events of the one before do not count.
-                if involved.get('uid') and pod_uids[name] and involved['uid'] != pod_uids[name]:
-                    continue
-            elif not (kind == 'PersistentVolumeClaim' and name in claim_names):
+            key = (involved.get('kind'), involved.get('name'))
+            if key not in uids:
                 continue
-            self.by_object.setdefault((kind, name), []).append(event)
+            # A pod LWS recreated keeps its name, and so does a claim made again: the events of the
+            # one before do not count.
+            if involved.get('uid') and uids[key] and involved['uid'] != uids[key]:
+                continue
+            self.by_object.setdefault(key, []).append(event)
 
     def events(self, kind, name, reasons=None):
         found = self.by_object.get((kind, name), [])

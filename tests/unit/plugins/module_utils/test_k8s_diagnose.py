@@ -183,6 +183,14 @@ def test_a_provisioner_that_keeps_failing_past_the_grace_is_hopeless_but_not_bef
     assert result['reason'].startswith('claim nim-alpha-model-store is still Pending 195 s after ProvisioningFailed')
 
 
+def test_the_failures_of_an_earlier_claim_of_the_same_name_do_not_count():
+    event = old_event('PersistentVolumeClaim', 'nim-alpha-model-store', 'ProvisioningFailed', 'quota exceeded', 0, 10,
+                      uid='claim-uid-before')
+    result = look(claims=[claim()], events=[event], now=900)
+    assert result['state'] == 'waiting'
+    assert not any('quota' in line for line in result['summary'])
+
+
 def test_a_bound_claims_old_failure_is_neither_hopeless_nor_shown():
     event = old_event('PersistentVolumeClaim', 'nim-alpha-model-store', 'ProvisioningFailed', 'transient', 0, 10)
     result = look(pods=[pod('nim-alpha-0', 'gpu-a1', 'Running')], claims=[claim(phase='Bound')], events=[event], now=900)
