@@ -9,7 +9,7 @@ step runs playbooks/deploy_kubernetes.yml as a subprocess and then reads the clu
   refusals   a group one node short (the fifth node is tainted) and GPUs taken by another pod are
              refused by the capacity check before anything is applied, naming the group; a group
              whose claim names a storage class the cluster lacks fails its readiness wait within
-             2 minutes of a budget of 80, naming the claim, the class and the scheduler's message
+             2 minutes of a budget of 80 minutes, naming the claim, the class and the scheduler's message
   mpi        LWS installed from its release manifest, two groups Running and Ready, each in one rack;
              pods carry the planned env, args and resources; each Service selects its leader only
   re-run     changed=0 and no pod replaced; --check --diff of a changed setting shows it and
