@@ -44,3 +44,21 @@ attributes:
     description: Action returns an C(ansible_facts) dictionary that will update existing host facts.
     support: full
 '''
+
+    # Modules that only read a Kubernetes cluster through kubernetes.core's client.
+    K8S_READ = r'''
+options: {}
+attributes:
+  check_mode:
+    support: full
+    description: Only reads; answers the same in check mode.
+  diff_mode:
+    support: none
+    description: Nothing is changed, so there is nothing to diff.
+  platform:
+    support: full
+    platforms: all
+    description: Talks to the Kubernetes API server the auth options name.
+requirements:
+  - kubernetes >= 24.2.0 (the Python client kubernetes.core uses)
+'''

@@ -49,19 +49,7 @@ options:
     default: []
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
-attributes:
-  check_mode:
-    support: full
-    description: Only reads; lists the same objects in check mode.
-  diff_mode:
-    support: none
-    description: Nothing is changed, so there is nothing to diff.
-  platform:
-    support: full
-    platforms: all
-    description: Talks to the Kubernetes API server the auth options name.
-requirements:
-  - kubernetes >= 24.2.0 (the Python client kubernetes.core uses)
+  - nimstack.multinode.attributes.k8s_read
 '''
 
 EXAMPLES = r'''

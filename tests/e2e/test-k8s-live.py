@@ -7,7 +7,9 @@ LeaderWorkerSet controller and NIM Operator once the roles install them), or one
 step runs playbooks/deploy_kubernetes.yml as a subprocess and then reads the cluster with kubectl:
 
   refusals   a group one node short (the fifth node is tainted) and GPUs taken by another pod are
-             refused by the capacity check before anything is applied, naming the group
+             refused by the capacity check before anything is applied, naming the group; a group
+             whose claim names a storage class the cluster lacks fails its readiness wait within
+             2 minutes of a budget of 80 minutes, naming the claim, the class and the scheduler's message
   mpi        LWS installed from its release manifest, two groups Running and Ready, each in one rack;
              pods carry the planned env, args and resources; each Service selects its leader only
   re-run     changed=0 and no pod replaced; --check --diff of a changed setting shows it and
@@ -448,6 +450,45 @@ def stage_refusals(tmp):
         say('   refused: %s' % line.strip()[:240])
     finally:
         kubectl('delete', 'pod', 'gpu-holder', '-n', 'default', '--wait=true', parse=False)
+    if LWS_VERSION:
+        unbindable_claim(tmp)
+    else:
+        SUMMARY['not_run']['unbindable_claim'] = 'LWS not built (NIMSTACK_LWS_SRC)'
+
+
+def unbindable_claim(tmp):
+    """A group whose claim names a storage class the cluster does not have: the readiness wait stops
+    on it long before the start-up budget (the MPI start timeout plus 1,800 s), naming the claim, the
+    class and the scheduler's message. What the run applied (its namespace, and LWS from its release
+    manifest, CRDs included) is then deleted with kubectl, faster than two more playbook runs would:
+    the stages after this one find a cluster that never had LWS."""
+    say('== a claim that cannot bind: the wait stops early and says why')
+    missing = 'nimstack-missing-class'
+    inv = inventory(os.path.join(tmp, 'unbindable.yml'), 'mpi', {'delta': 2})
+    try:
+        play = Play('refuse-unbindable-claim', inv, {'nim_k8s_storage_class': missing, 'nim_k8s_startup_timeout': 0},
+                    expect_rc=1)
+        joined = ' '.join(play.output.split())
+        stopped = re.search(r'Group delta \(LeaderWorkerSet %s/nim-delta\) cannot become ready, so the wait stopped '
+                            r'after (\d+) s of its (\d+) s: (.*?) What the last look found' % NS, joined)
+        check(stopped, 'the wait did not stop as hopeless: %s' % play.log)
+        waited, budget, reason = int(stopped.group(1)), int(stopped.group(2)), stopped.group(3)
+        check(waited < 120 and budget >= 3000, 'the wait stopped after %d s of %d s' % (waited, budget))
+        for words in ('claim nim-delta-model-store names storage class %s, which the cluster does not have' % missing,
+                      'the scheduler: 0/', 'pod has unbound immediate PersistentVolumeClaims'):
+            check(words in reason, 'the failure does not say %r: %s' % (words, reason))
+        SUMMARY['refused']['unbindable_claim'] = {'waited_s': waited, 'budget_s': budget, 'run_s': play.seconds,
+                                                  'reason': reason[:400]}
+        say('   stopped after %d s of its %d s: %s' % (waited, budget, reason[:300]))
+    finally:
+        t = time.monotonic()
+        kubectl('delete', 'namespace', NS, '--ignore-not-found', '--wait=true', '--timeout=120s', parse=False)
+        kubectl('delete', '--ignore-not-found', '--wait=true', '--timeout=120s', '-f',
+                os.path.join(CACHE, 'share', 'lws', 'manifests.yaml'), parse=False)
+        say('   namespace %s and LWS (its manifest, CRDs included) deleted in %.1f s' % (NS, time.monotonic() - t))
+    left = kubectl('get', 'crd', '-o', 'name', parse=False).stdout.split()
+    check(nothing_applied() and not [c for c in left if 'leaderworkerset' in c or 'disaggregatedset' in c],
+          'the scenario left its namespace, lws-system or an LWS CRD: %s' % left)
 
 
 def stage_lws(tmp):

@@ -1,0 +1,74 @@
+# Copyright: (c) 2026, nimstack maintainers
+# SPDX-License-Identifier: Apache-2.0
+"""nim_k8s_group_info: what one look reads, and a list the credentials may not read left out."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
+from ansible_collections.nimstack.multinode.plugins.modules.nim_k8s_group_info import read_group
+
+
+class FakeService:
+    """K8sService.find as kubernetes.core answers it; a kind in ``forbidden`` raises as a 403 does."""
+
+    def __init__(self, objects, forbidden=()):
+        self.objects, self.forbidden, self.calls = objects, forbidden, []
+
+    def find(self, kind, api_version, name=None, namespace=None, label_selectors=None):
+        self.calls.append((kind, name, namespace, tuple(label_selectors or ())))
+        if kind in self.forbidden:
+            raise CoreException("Exception '(403) Reason: Forbidden' raised while trying to get resource")
+        found = [o for o in self.objects if o['kind'] == kind and (name is None or o['metadata']['name'] == name)
+                 and (namespace is None or o['metadata'].get('namespace') == namespace)]
+        for selector in label_selectors or ():
+            key, value = selector.split('=')
+            found = [o for o in found if o['metadata'].get('labels', {}).get(key) == value]
+        return {'resources': found, 'api_found': True}
+
+
+def obj(kind, name, namespace='nim', **rest):
+    return dict({'kind': kind, 'metadata': {'name': name, 'namespace': namespace}}, **rest)
+
+
+def test_the_operators_lws_its_pods_and_the_claims_they_mount_are_read():
+    volumes = [{'name': 'cache', 'persistentVolumeClaim': {'claimName': 'nim-alpha-cache'}},
+               {'name': 'shm', 'emptyDir': {'medium': 'Memory'}}]
+    pod = obj('Pod', 'nim-alpha-lws-0', status={'phase': 'Pending'}, spec={'volumes': volumes})
+    pod['metadata']['labels'] = {'leaderworkerset.sigs.k8s.io/name': 'nim-alpha-lws'}
+    other = obj('Pod', 'team-0')
+    service = FakeService([obj('NIMService', 'nim-alpha'), obj('LeaderWorkerSet', 'nim-alpha-lws'), pod, other,
+                           obj('PersistentVolumeClaim', 'nim-alpha-cache'), obj('PersistentVolumeClaim', 'team-data'),
+                           obj('Event', 'e1'), obj('Node', 'gpu-a1', namespace=None)], forbidden=('StorageClass',))
+    workloads, pods, claims, classes, nodes, events = read_group(service, {
+        'kind': 'NIMService', 'name': 'nim-alpha', 'namespace': 'nim', 'lws_name': 'nim-alpha-lws', 'claims': []})
+    assert [(w['kind'], w['name'], len(w['resources'])) for w in workloads] == [
+        ('NIMService', 'nim-alpha', 1), ('LeaderWorkerSet', 'nim-alpha-lws', 1)]
+    assert [p['metadata']['name'] for p in pods] == ['nim-alpha-lws-0']
+    assert [c['metadata']['name'] for c in claims] == ['nim-alpha-cache']
+    assert classes is None
+    assert [n['metadata']['name'] for n in nodes] == ['gpu-a1']
+    assert [e['metadata']['name'] for e in events] == ['e1']
+
+
+def test_a_claim_named_is_read_before_any_pod_mounts_it():
+    service = FakeService([obj('LeaderWorkerSet', 'nim-alpha'), obj('PersistentVolumeClaim', 'nim-alpha-model-store')])
+    workloads, pods, claims, classes, nodes = read_group(service, {
+        'kind': 'LeaderWorkerSet', 'name': 'nim-alpha', 'namespace': 'nim', 'lws_name': '',
+        'claims': ['nim-alpha-model-store']})[:5]
+    assert [w['kind'] for w in workloads] == ['LeaderWorkerSet'] and pods == []
+    assert [c['metadata']['name'] for c in claims] == ['nim-alpha-model-store']
+    assert ('Pod', None, 'nim', ('leaderworkerset.sigs.k8s.io/name=nim-alpha',)) in service.calls
+    # A claim without a status is Pending: the storage classes are read; no pod is unplaced: the nodes are not.
+    assert classes == [] and nodes == []
+    assert [c[0] for c in service.calls].count('StorageClass') == 1 and 'Node' not in [c[0] for c in service.calls]
+
+
+def test_the_cluster_wide_lists_are_not_read_once_everything_is_bound_and_placed():
+    pod = obj('Pod', 'nim-alpha-0', spec={'nodeName': 'gpu-a1', 'volumes': [
+        {'name': 'model-store', 'persistentVolumeClaim': {'claimName': 'nim-alpha-model-store'}}]})
+    pod['metadata']['labels'] = {'leaderworkerset.sigs.k8s.io/name': 'nim-alpha'}
+    service = FakeService([obj('LeaderWorkerSet', 'nim-alpha'), pod,
+                           obj('PersistentVolumeClaim', 'nim-alpha-model-store', status={'phase': 'Bound'})])
+    read_group(service, {'kind': 'LeaderWorkerSet', 'name': 'nim-alpha', 'namespace': 'nim', 'lws_name': '', 'claims': []})
+    assert not {'StorageClass', 'Node'} & set(c[0] for c in service.calls)
