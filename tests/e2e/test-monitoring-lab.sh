@@ -14,7 +14,7 @@
 #      (tests/monitoring/check_dashboards.py --prometheus), DCGM's from its catalogue
 #      (tests/monitoring/served/dcgm.txt);
 #   5. a deploy_docker.yml interrupted (SIGINT, as Ctrl-C) once it holds the supervisors, with a
-#      lease of 25 s: status.yml reports its hold live (the run, expires in N s), then, once it
+#      lease of 45 s: status.yml reports its hold live (the run, expires in N s), then, once it
 #      expired, stale and ignored, and the supervisor goes back to formed with the hold still there;
 #   6. `docker kill` of the worker's container: NIMGroupNotServing fires (its `for:` shortened to
 #      monitoring_alert_thresholds' not_serving_for), Alertmanager has it (/api/v2/alerts), the
@@ -191,7 +191,7 @@ sys.exit(0 if any(a["labels"].get("alertname") == "NIMGroupNotServing" and a["la
 [[ -z $(alert_state) ]] || fail "NIMGroupNotServing is $(alert_state) before any kill"
 
 step "a deploy interrupted while it holds the supervisors: its hold is live, then expires and is ignored"
-hold=/etc/nimstack/nim/$group/maintenance lease=25
+hold=/etc/nimstack/nim/$group/maintenance lease=45
 PLAYBOOK=playbooks/deploy_docker.yml play "$logs/deploy-interrupted.log" -e "nim_group_hold_lease=$lease" &
 bg=$! t_end=$((SECONDS + 240))
 until on "$g_leader" test -s "$hold" && on "$g_worker" test -s "$hold"; do
@@ -207,10 +207,22 @@ read -r run_id holder_pid expires < <(on "$g_worker" cat "$hold" \
   | python3 -c 'import json, sys; h = json.load(sys.stdin); print(h["owner"]["run"], h["owner"]["pid"], h["expires"])')
 ((holder_pid == run_pid)) || fail "the hold names pid $holder_pid, not the interrupted run's $run_pid"
 echo "   interrupted run $run_id; its hold expires $((expires - $(date +%s))) s from now"
+# The supervisor itself holds while the lease runs (its state file, read at once)...
+t_end=$((SECONDS + 20))
+until on "$g_leader" grep -q '"state": "maintenance"' "/etc/nimstack/nim/$group/supervisor-state.json"; do
+  (($(date +%s) < expires && SECONDS < t_end)) || fail "the leader's supervisor does not hold while the interrupted run's lease runs"
+  sleep 1
+done
+# ...and status.yml says so, where it ends before the lease does (a loaded machine can take longer
+# than the lease for the playbook: then its report may be either, and the stale one is checked below).
 PLAYBOOK=playbooks/status.yml play_ok "$logs/status-held.log"
-log_says "$logs/status-held.log" "hold by run $run_id of controller [^ ]* (the deployment of group $group) expires in" \
-  || fail "status.yml does not report the live hold of run $run_id (see $logs/status-held.log)"
-log_says "$logs/status-held.log" "state: maintenance" || fail "status.yml does not say maintenance while the hold is live"
+if (($(date +%s) < expires)); then
+  log_says "$logs/status-held.log" "hold by run $run_id of controller [^ ]* (the deployment of group $group) expires in" \
+    || fail "status.yml does not report the live hold of run $run_id (see $logs/status-held.log)"
+  log_says "$logs/status-held.log" "state: maintenance" || fail "status.yml does not say maintenance while the hold is live"
+else
+  echo "   status.yml ended after the lease ran out (a loaded machine): its live report not checked"
+fi
 while (($(date +%s) <= expires)); do sleep 1; done
 t_end=$((SECONDS + 30))
 until on "$g_leader" grep -q '"state": "formed"' "/etc/nimstack/nim/$group/supervisor-state.json"; do
