@@ -218,7 +218,7 @@ def render_dir_problems(path, exists=os.path.exists, isdir=os.path.isdir,
         return []
     if any(ord(char) < 32 or ord(char) == 127 for char in path):
         return ['nim_k8s_render_dir=%r holds a control character (a newline, a tab...): name a directory' % (path,)]
-    if exists(path) or isdir(path):
+    if exists(path):
         if not isdir(path):
             return ['nim_k8s_render_dir=%s is not a directory (a file is there): render-only mode writes a tree of '
                     'files below it; name a directory, or one to be made' % (path,)]
