@@ -22,6 +22,11 @@ from ansible_collections.nimstack.multinode.plugins.module_utils.rolling_restart
 
 PINNING_PREFIX = 'nvidia-driver-pinning-'
 URL_RE = re.compile(r'^(https?|file)://')
+# The pinning packages, the unversioned package names and the fabric manager package names the
+# role installs start with the 580 branch; older branches used other names.
+MIN_BRANCH = 580
+BRANCH_RE = re.compile(r'^[0-9]{3}\Z')
+VERSION_RE = re.compile(r'^[0-9]{3}\.[0-9]{1,3}(\.[0-9]{1,3})?\Z')
 _TRUE = ('y', 'yes', 'on', '1', 'true', 't', '1.0')
 
 
@@ -53,6 +58,18 @@ def _text(value):
     return '' if value is None else str(value)
 
 
+def branch_ok(branch):
+    """A branch the role can pin: three digits, MIN_BRANCH or later."""
+    branch = _text(branch)
+    return bool(BRANCH_RE.match(branch)) and int(branch) >= MIN_BRANCH
+
+
+def version_off_branch(version, branch):
+    """A well-formed driver version that belongs to another branch than branch."""
+    version = _text(version)
+    return bool(VERSION_RE.match(version)) and version.split('.', 1)[0] != _text(branch)
+
+
 def _get(inputs, name):
     try:
         return inputs[name]
@@ -64,20 +81,17 @@ def driver_problems(inputs):
     """Every problem with the role's inputs, each naming its variable or the host; [] when usable."""
     branch = _text(_get(inputs, 'branch'))
     version = _text(_get(inputs, 'version'))
-    min_branch = as_int(_get(inputs, 'min_branch'))
-    branch_re = re.compile(_get(inputs, 'branch_pattern'))
-    version_re = re.compile(_get(inputs, 'version_pattern'))
     supported = list(_get(inputs, 'supported_platforms'))
     arch_map = _get(inputs, 'repo_arch_map')
     host = _get(inputs, 'host')
     problems = []
-    if not (branch_re.match(branch) and as_int(branch) >= min_branch):
+    if not branch_ok(branch):
         problems.append('nvidia_driver_branch=%s is not a driver branch: use three digits, %d or later (for example '
-                        '"580"); names such as "latest" are not pinnable' % (json.dumps(branch), min_branch))
-    if version != '' and not version_re.match(version):
+                        '"580"); names such as "latest" are not pinnable' % (json.dumps(branch), MIN_BRANCH))
+    if version != '' and not VERSION_RE.match(version):
         problems.append('nvidia_driver_version=%s is not a driver version: use the full version such as "580.95.05", '
                         'or leave it empty to track the newest driver of nvidia_driver_branch' % json.dumps(version))
-    if version_re.match(version) and version.split('.', 1)[0] != branch:
+    if version_off_branch(version, branch):
         problems.append('nvidia_driver_version=%s does not belong to nvidia_driver_branch=%s'
                         % (json.dumps(version), json.dumps(branch)))
     problems.extend(host_platform_problems(host, _get(inputs, 'platform'), _get(inputs, 'os_family'), supported,

@@ -16,6 +16,8 @@ from ansible_collections.nimstack.multinode.plugins.module_utils.platforms impor
 
 ARCHITECTURES = ('x86_64', 'aarch64')
 URL_RE = re.compile(r'^(https?|file)://')
+# A toolkit release as its packages are versioned: 1.18.0, or with the package revision 1.18.0-1.
+VERSION_RE = re.compile(r'^[0-9]+\.[0-9]+\.[0-9]+(-[0-9]+)?\Z')
 
 
 def _get(inputs, name):
@@ -34,7 +36,7 @@ def toolkit_problems(inputs):
     host = _get(inputs, 'host')
     version = _text(_get(inputs, 'version'))
     problems = []
-    if version != '' and not re.match(_get(inputs, 'version_pattern'), version):
+    if version != '' and not VERSION_RE.match(version):
         problems.append('nvidia_container_toolkit_version=%s is not a toolkit version: use a release such as '
                         '"1.18.0-1" or "1.18.0", or leave it empty for the newest' % json.dumps(version))
     problems.extend(host_platform_problems(host, _get(inputs, 'platform'), _get(inputs, 'os_family'),

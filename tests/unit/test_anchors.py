@@ -21,6 +21,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 _PY_DOLLAR = re.compile(r"""r?(['"])[^'"\n]*(?<!\\)\$\1""")
 # Jinja's tests and filters that take a pattern, with a pattern ending in $.
 _JINJA_DOLLAR = re.compile(r"""(match|search|regex|regex_search|regex_findall)\(\s*(['"])[^'"\n]*(?<!\\)\$\2""")
+# A pattern kept in a role's variable (_x_re, _x_regex, _x_pattern) for those tests to take.
+_VARS_DOLLAR = re.compile(r"""^\s*\w*(_re|_regex|_pattern):\s*(['"]).*(?<!\\)\$\2\s*$""")
 
 
 def _python_files():
@@ -55,6 +57,7 @@ def test_python_patterns_end_with_backslash_z(path):
 @pytest.mark.parametrize('path', _yaml_files())
 def test_jinja_patterns_end_with_backslash_z(path):
     assert _offenders(path, _JINJA_DOLLAR) == []
+    assert _offenders(path, _VARS_DOLLAR) == []
 
 
 def test_the_rule_finds_what_it_is_for():
@@ -63,6 +66,8 @@ def test_the_rule_finds_what_it_is_for():
     assert not _PY_DOLLAR.search(r"PRICE = re.compile(r'^\$[0-9]+\Z')")
     assert _JINJA_DOLLAR.search("x is match('^/[^\\s]+$')")
     assert not _JINJA_DOLLAR.search("x is match('^/[^\\s]+\\Z')")
+    assert _VARS_DOLLAR.search("_nfs_ipv4_regex: '^[0-9.]+$'")
+    assert not _VARS_DOLLAR.search("_nfs_ipv4_regex: '^[0-9.]+\\Z'")
 
 
 @pytest.mark.parametrize('module, name, good', [

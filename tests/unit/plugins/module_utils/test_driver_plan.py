@@ -254,8 +254,7 @@ def check(**variables):
         'architecture': 'x86_64', 'repo_base_url': NVIDIA, 'imex_enabled': False, 'imex_nodes': [],
         'max_unavailable_groups': 1, 'reboot_timeout': 1800,
     }
-    for name in ('min_branch', 'branch_pattern', 'version_pattern', 'repo_arch_map'):
-        values[name] = ROLE_VARS['_nvidia_driver_' + name]
+    values['repo_arch_map'] = ROLE_VARS['_nvidia_driver_repo_arch_map']
     # The role reads the collection's one list (filter supported_platforms).
     values['supported_platforms'] = platform_names()
     values.update(variables)

@@ -18,7 +18,7 @@ PACKAGES = ROLE_VARS['_nvidia_container_toolkit_packages']
 
 
 def check(**variables):
-    values = {'host': 'gpu-1', 'version': '', 'version_pattern': ROLE_VARS['_nvidia_container_toolkit_version_pattern'],
+    values = {'host': 'gpu-1', 'version': '',
               'platform': 'Ubuntu 22.04', 'os_family': 'Debian',
               'supported_platforms': platform_names(),
               'architecture': 'x86_64', 'repo_base_url': 'https://nvidia.github.io/libnvidia-container',
