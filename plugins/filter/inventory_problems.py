@@ -6,7 +6,10 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import re
+
 from ansible.errors import AnsibleFilterError
+from jinja2 import Undefined
 
 from ansible_collections.nimstack.multinode.plugins.module_utils.lazy import lazy_module
 
@@ -23,16 +26,35 @@ def _pick(hvars, names):
     return dict((name, hvars[name]) for name in names if name in hvars)
 
 
-def _inputs(hvars):
-    # A value whose template cannot be resolved here is left to the role that uses it.
+# A template of these works out only on the host, once its facts are gathered: left to the role.
+_HOST_ONLY = re.compile(r'ansible_(facts|default_ipv[46]|hostname|fqdn|nodename|interfaces|all_ipv[46]_addresses|'
+                        r'eth|en|ib|bond)|hostvars|lookup\(|query\(')
+
+
+def _inputs(hvars, raw):
+    """The checked variables a host has, worked out; a template that fails here is refused, naming
+    it, unless it reads what only the host's facts hold (raw: the host's untemplated variables)."""
     picked = {}
     for name in _input_checks.CHECKED_VARIABLES:
         if name in hvars:
             try:
-                picked[name] = hvars[name]
-            except Exception:  # pylint: disable=broad-except
-                continue
+                value = hvars[name]
+                if isinstance(value, Undefined):
+                    # ansible-core 2.19 hands over an undefined marker where earlier ones raised:
+                    # reading it raises the error the template met.
+                    str(value)
+                picked[name] = value
+            except Exception as exc:  # pylint: disable=broad-except
+                if not _HOST_ONLY.search(str(raw.get(name, ''))):
+                    picked[name] = _input_checks.Untemplatable(exc)
     return picked
+
+
+def _raw(hostvars, host):
+    try:
+        return hostvars.raw_get(host)
+    except Exception:  # pylint: disable=broad-except
+        return {}
 
 
 def _controller_settings(hvars):
@@ -76,7 +98,7 @@ def inventory_problems(hostvars, groups, ansible_version, node_group=None,
         nodes = set(hosts)
         for host in input_hosts:
             hvars = node_vars[host] if host in node_vars else hostvars[host]
-            input_vars[host] = _inputs(hvars)
+            input_vars[host] = _inputs(hvars, _raw(hostvars, host))
             if host in nodes:
                 node_settings[host] = _controller_settings(hvars)
         # The controller (the implicit localhost included) sees extra vars and group_vars/all.

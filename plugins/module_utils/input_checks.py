@@ -23,7 +23,9 @@ import math
 import posixpath
 import re
 
-from ansible_collections.nimstack.multinode.plugins.module_utils import nim_alerts
+from ansible_collections.nimstack.multinode.plugins.module_utils import driver_plan, nim_alerts, toolkit_plan
+from ansible_collections.nimstack.multinode.plugins.module_utils.k8s_preflight import (
+    INT_OR_PERCENT_RE, LABEL_KEY_RE, LABEL_VALUE_RE, PRIORITY_CLASS_RE, QUEUE_NAME_RE)
 
 # Directories of the operating system: a directory the collection creates, fills, mounts or
 # removes recursively must be a dedicated one below them, never one of them.
@@ -75,6 +77,25 @@ _IMAGE_RE = re.compile(r'^(?:[A-Za-z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:(?:[._]|__
                        r'(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*\Z')
 TAG_RE = re.compile(r'^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}\Z')
 DIGEST_RE = re.compile(r'^sha256:[a-f0-9]{64}\Z')
+RECEIVER_RE = re.compile(r'^[A-Za-z0-9_.-]{1,128}\Z')
+HTTP_URL_RE = re.compile(r'^https?://[^\s/]+\S*\Z')
+VARIABLE_NAME_RE = re.compile(r'^[A-Za-z_][A-Za-z0-9_]{0,127}\Z')
+GROUP_RE = re.compile(r'^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}\Z')
+PACKAGE_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9+._~:=*-]{0,255}\Z')
+MODULE_RE = re.compile(r'^[A-Za-z0-9_-]{1,64}\Z')
+DOCKER_SIZE_RE = re.compile(r'^[1-9][0-9]{0,12}[kmgKMG]?\Z')
+_SYSTEMD_LIMIT = r'(infinity|[0-9]{1,20}[KMGTPE]?)'
+MEMLOCK_RE = re.compile(r'^%s(:%s)?\Z' % (_SYSTEMD_LIMIT, _SYSTEMD_LIMIT))
+LIMITS_VALUE_RE = re.compile(r'^(unlimited|infinity|[0-9]{1,20})\Z')
+LIMITS_DOMAIN_RE = re.compile(r'^(\*|[@%]?[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}|[0-9]*:[0-9]*|@?[0-9]+)\Z')
+PCI_ID_RE = re.compile(r'^0x[0-9A-Fa-f]{4}\Z')
+EXPORT_OPTION_RE = re.compile(r'^[a-z_]+(=[A-Za-z0-9_:./@-]+)?\Z')
+MOUNT_OPTIONS_RE = re.compile(r'^[A-Za-z0-9_]+(=[A-Za-z0-9_.:/@-]+)?(,[A-Za-z0-9_]+(=[A-Za-z0-9_.:/@-]+)?)*\Z')
+MOUNT_SOURCE_RE = re.compile(r'^[A-Za-z0-9.-]+:/[^\s,]*\Z|^\[[0-9A-Fa-f:.]+\]:/[^\s,]*\Z')
+VERSION_RE = re.compile(r'^[0-9]{1,4}\.[0-9]{1,4}(\.[0-9]{1,4})?\Z')
+OS_LABEL_RE = re.compile(r'^([a-z][a-z0-9.]{0,31})?\Z')
+# A script's text: lines of printable characters and tabs (a NUL or an escape would not survive a ConfigMap).
+_SCRIPT_BAD = re.compile(r'[\x00-\x08\x0b-\x1f\x7f]')
 _ENV_NAME_RE = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*\Z')
 _IFNAME_RE = re.compile(r'^[=^]?[A-Za-z0-9_.:@-]{1,15}(,[A-Za-z0-9_.:@-]{1,15})*\Z')
 _QUANTITY_RE = re.compile(r'^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?\Z')
@@ -97,6 +118,7 @@ ACCEPT_SSH_SOURCES = ('a YAML list of host names, IP addresses or networks such 
 ACCEPT_OWNED_DIR = ('an absolute path to a directory dedicated to the collection, below and not equal '
                     'to a system directory such as /, /etc, /opt, /var, /usr, /home, /tmp, /srv, /mnt')
 ACCEPT_FILE = 'an absolute path to a file, outside /proc, /sys and /dev'
+ACCEPT_ROOT = 'an absolute path to the tree the role reads, such as /sys (a test may point it elsewhere)'
 ACCEPT_CONTROLLER_DIR = ('a directory path on the controller (relative, ~ or absolute) that is not '
                          'a system directory such as /, /etc, /opt, /var, /usr, /home, /tmp')
 ACCEPT_HTTPS = 'an https:// URL'
@@ -135,10 +157,39 @@ ACCEPT_CHART_VERSION = 'a chart version such as v25.10.0 or 25.7.0 (major.minor.
 ACCEPT_CHART_ARCHIVE = 'a path on the controller to a chart archive (.tgz), on one line, or empty'
 ACCEPT_CONTROLLER_FILE = 'a file path on the controller (relative, ~ or absolute), on one line, or empty'
 ACCEPT_MAPPING_LIST = 'a YAML list of mappings'
-ACCEPT_DURATION = 'a Prometheus duration such as 15s, 1m30s or 4h (digits and a unit, the units y w d h m s ms each at most once, in that order)'
+ACCEPT_DURATION = ('a Prometheus duration longer than 0s such as 15s, 1m30s or 4h (digits and a unit, the units y w d h m s ms each '
+                   'at most once, in that order)')
 ACCEPT_HOST_PORTS = 'a YAML list of host:port strings such as 127.0.0.1:9093 or [fd00::1]:9093'
 ACCEPT_HTTP_URL = 'an http:// or https:// URL without spaces'
 ACCEPT_RECEIVER = 'a receiver name of letters, digits, _ . and - (at most 128)'
+ACCEPT_RECEIVERS = ('a YAML list of Alertmanager receivers, each a mapping with a name (letters, digits, _ . -) '
+                    'whose url, api_url and webhook_url are http:// or https:// URLs')
+ACCEPT_THRESHOLDS = 'a mapping of alert thresholds, each a known name with a value in its range (ansible-doc -t filter nimstack.multinode.nim_alert_rules)'
+ACCEPT_VARIABLE_NAME = 'a variable name: letters, digits and _, not starting with a digit'
+ACCEPT_GROUP_NAME = 'an inventory group name: letters, digits, _ . and -, starting with a letter, a digit or _'
+ACCEPT_PACKAGES = ('a YAML list of package names, each optionally pinned (name=version): letters, digits and '
+                   '+ . _ ~ : = * -, no whitespace')
+ACCEPT_MODULES = 'a YAML list of kernel module names (letters, digits, _ and -)'
+ACCEPT_DOCKER_SIZE = 'a size as dockerd takes it, such as 100m, 512k or 1g'
+ACCEPT_MEMLOCK = ('a systemd limit: infinity or a number of bytes with an optional K, M, G, T, P or E, such as '
+                  '64M, optionally soft:hard')
+ACCEPT_LIMITS_VALUE = 'unlimited, infinity or a whole number (KiB), as limits.conf takes it'
+ACCEPT_LIMITS_DOMAINS = ('a YAML list of limits.conf domains: *, a user, @group, %group or a uid range such as '
+                         '1000:, no whitespace')
+ACCEPT_PCI_IDS = 'a YAML list of PCI vendor ids such as 0x15b3'
+ACCEPT_EXPORT_OPTIONS = 'a YAML list of exports(5) options such as rw, sync or fsid=0 (no comma or whitespace)'
+ACCEPT_MOUNT_OPTIONS = 'mount options separated by commas, such as nfsvers=4.2,hard (no whitespace)'
+ACCEPT_MOUNT_SOURCE = 'an NFS mount source host:/path, without whitespace'
+ACCEPT_LABEL_KEY = 'a Kubernetes label key such as topology.kubernetes.io/rack, or empty'
+ACCEPT_INT_OR_PERCENT = 'a whole number or a percentage such as 25% (at most 100%)'
+ACCEPT_VERSION = 'a version such as 2.16.0 (major.minor, optionally .patch)'
+ACCEPT_PACKAGE_VERSION = 'a package version such as 1.18.0-1 or 1.18.0, or empty for the newest'
+ACCEPT_DRIVER_BRANCH = 'a driver branch: three digits, 580 or later, such as "580"'
+ACCEPT_DRIVER_VERSION = ('a driver version of nvidia_driver_branch such as "580.95.05", or empty for the newest '
+                         'of the branch')
+ACCEPT_OS_LABEL = 'a repository directory such as ubuntu22.04 or rhel9.6 (lower-case letters, digits and .), or empty'
+ACCEPT_SCRIPT = 'the text of a script (lines of printable characters and tabs), or empty'
+ACCEPT_GB_OR_EMPTY = 'a number of GB from 0 to 4096, or empty for the group\'s own'
 
 
 def accepts_int(low, high):
@@ -187,13 +238,22 @@ P_BAD_NAME = 'holds characters its use does not allow'
 P_MOUNT_CHARS = 'holds a colon, comma or whitespace, which would change the meaning of a bind mount or a unit line'
 P_NOT_ARCHIVE = 'is not a chart archive (.tgz)'
 P_NOT_CHART_REF = 'is not an oci:// or https:// reference'
+P_NOT_TEMPLATABLE = ('cannot be worked out on the controller: a template of it fails before any host is contacted '
+                     '(an undefined variable, a filter error)')
+P_OFF_BRANCH = 'is not a version of nvidia_driver_branch'
+P_NO_SUCH_RECEIVER = 'names no receiver of monitoring_alertmanager_receivers (every alert would go nowhere)'
+P_NOT_URL = 'holds a URL without http:// or https://, or with a space'
+P_BAD_THRESHOLDS = 'holds an alert threshold that is unknown, of the wrong type or out of its range'
+P_PATH_CHARS = ('holds .., a quote, $, % or another character that a unit file, a shell or a configuration file '
+                'reads specially')
 
 PROBLEMS = (P_NOT_INT, P_BOOL_AS_INT, P_OUT_OF_RANGE, P_NOT_NUMBER, P_SSHD_PORT, P_NOT_LIST,
             P_STRING_NOT_LIST, P_NOT_NETWORK, P_WORLD, P_NOT_ABSOLUTE, P_SYSTEM_DIR, P_VIRTUAL_TREE,
             P_NOT_HTTPS, P_TAG_NUMBER, P_BAD_TAG, P_TAG_IN_IMAGE, P_BAD_IMAGE, P_BAD_DNS, P_BAD_ADDRESS,
             P_SECRET_CHARS, P_NOT_STRING, P_NOT_BOOL, P_NOT_CHOICE, P_MULTILINE, P_NOT_MAPPING, P_BAD_ENV,
             P_BAD_QUANTITY, P_EMPTY, P_BAD_RELEASE, P_BAD_NAME, P_MOUNT_CHARS, P_NOT_ARCHIVE,
-            P_NOT_CHART_REF)
+            P_NOT_CHART_REF, P_PATH_CHARS, P_BAD_THRESHOLDS, P_NOT_URL, P_OFF_BRANCH, P_NO_SUCH_RECEIVER,
+            P_NOT_TEMPLATABLE)
 
 
 class Rule(object):
@@ -203,12 +263,14 @@ class Rule(object):
     raw where several shapes are accepted) and choices the values a choice accepts: the roles'
     argument_specs must say the same (tests/unit/plugins/module_utils/test_input_checks.py)."""
 
-    def __init__(self, check, accepts, secret=False, kind='raw', choices=None):
+    def __init__(self, check, accepts, secret=False, kind='raw', choices=None, detail=None):
         self.check = check
         self.accepts = accepts
         self.secret = secret
         self.kind = kind
         self.choices = tuple(choices) if choices is not None else None
+        # detail(value): what exactly is wrong, where one problem text cannot say it (a list).
+        self.detail = detail
 
 
 # ---- value checks -------------------------------------------------------------------------------
@@ -348,6 +410,10 @@ def _host_address():
 
 # A host path lands in bind-mount specs (host:container:mode), mount options and unit lines.
 _MOUNT_BREAKERS = re.compile(r'[:,\s]')
+# And in unit lines (Environment=, ExecStart=: $ and % are expanded there), shell commands and
+# configuration files: a host path holds none of the characters they read specially, nor a ..
+# that would take it out of the directory it names.
+_PATH_SPECIAL = re.compile(r'''[$%"'\\`;&|<>*?\[\]{}()!#~=]''')
 
 
 def _path_problem(value, kind, empty_ok):
@@ -366,20 +432,25 @@ def _path_problem(value, kind, empty_ok):
         return P_NOT_ABSOLUTE
     if kind != 'controller' and _MOUNT_BREAKERS.search(value):
         return P_MOUNT_CHARS
+    if kind != 'controller' and (_PATH_SPECIAL.search(value) or '..' in value.split('/')):
+        return P_PATH_CHARS
     normal = posixpath.normpath(value)
     if normal.startswith('//'):
         normal = '/' + normal.lstrip('/')
-    if any(normal == tree or normal.startswith(tree + '/') for tree in _VIRTUAL_TREES):
+    if kind != 'root' and any(normal == tree or normal.startswith(tree + '/') for tree in _VIRTUAL_TREES):
         return P_VIRTUAL_TREE
     if kind in ('owned', 'controller') and normal in SYSTEM_DIRECTORIES:
         return P_SYSTEM_DIR
     if kind == 'file' and normal in SYSTEM_DIRECTORIES:
         return P_SYSTEM_DIR
+    if kind == 'root' and normal in SYSTEM_DIRECTORIES - frozenset(_VIRTUAL_TREES):
+        return P_SYSTEM_DIR
     return None
 
 
 def _path(kind, empty_ok=False):
-    accepts = {'owned': ACCEPT_OWNED_DIR, 'file': ACCEPT_FILE, 'controller': ACCEPT_CONTROLLER_DIR}[kind]
+    accepts = {'owned': ACCEPT_OWNED_DIR, 'file': ACCEPT_FILE, 'controller': ACCEPT_CONTROLLER_DIR,
+               'root': ACCEPT_ROOT}[kind]
     if empty_ok:
         accepts += ', or empty'
     return Rule(lambda value: _path_problem(value, kind, empty_ok), accepts, kind='str')
@@ -468,6 +539,8 @@ def _pattern(regex, accepts, empty_ok=False, problem=P_BAD_NAME):
             return P_NOT_STRING
         if value == '' and empty_ok:
             return None
+        if _CONTROL.search(value):
+            return P_MULTILINE
         return None if regex.match(value) else problem
     return Rule(check, accepts + (', or empty' if empty_ok else ''), kind='str')
 
@@ -635,9 +708,37 @@ def _duration():
     def check(value):
         if not isinstance(value, str):
             return P_NOT_STRING
-        # Prometheus's own grammar (nim_alerts.DURATION_RE): units in order, each once.
-        return None if value and nim_alerts.DURATION_RE.match(value) else P_NOT_CHOICE
+        # Prometheus's own grammar (nim_alerts.DURATION_RE): units in order, each once; every
+        # interval the collection sets is longer than 0s (0s would scrape, evaluate or repeat without end).
+        if not (value and nim_alerts.DURATION_RE.match(value)):
+            return P_NOT_CHOICE
+        return P_OUT_OF_RANGE if nim_alerts.duration_seconds(value) == 0 else None
     return Rule(check, ACCEPT_DURATION, kind='str')
+
+
+_URL_KEYS = ('url', 'api_url', 'webhook_url')
+
+
+def _receiver_problem(item):
+    """An Alertmanager receiver: a mapping with a name; every URL in it http(s):// on one line."""
+    if not isinstance(item, dict):
+        return P_NOT_MAPPING
+    if not isinstance(item.get('name'), str) or not RECEIVER_RE.match(item['name']):
+        return P_BAD_NAME
+    pending = [item]
+    while pending:
+        node = pending.pop()
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+        if isinstance(node, dict):
+            for key in _URL_KEYS:
+                if key in node and not (isinstance(node[key], str) and HTTP_URL_RE.match(node[key])):
+                    return P_NOT_URL
+        pending.extend(child for child in children if isinstance(child, (dict, list)))
+    return None
+
+
+def _receivers():
+    return _list_of(_receiver_problem, ACCEPT_RECEIVERS)
 
 
 def _host_ports():
@@ -648,12 +749,67 @@ def _host_ports():
     return _list_of(item_problem, ACCEPT_HOST_PORTS)
 
 
+def _thresholds():
+    """The alert thresholds, key by key, by the code the rule files are made with (bare metal and
+    Kubernetes alike)."""
+    def check(value):
+        if not isinstance(value, dict):
+            return P_NOT_MAPPING
+        return P_BAD_THRESHOLDS if nim_alerts.threshold_problems(value) else None
+    return Rule(check, ACCEPT_THRESHOLDS, kind='dict', detail=nim_alerts.threshold_problems)
+
+
 def _octal_mode():
     def check(value):
         if not isinstance(value, str):
             return P_NOT_STRING
         return None if re.match(r'^0?[0-7]{3,4}\Z', value) else P_NOT_CHOICE
     return Rule(check, ACCEPT_OCTAL_MODE, kind='str')
+
+
+def _items(regex, accepts):
+    """A YAML list of one-line names the pattern matches whole (packages, modules, options)."""
+    return _list_of(lambda item: None if isinstance(item, str) and regex.match(item) else P_BAD_NAME, accepts)
+
+
+def _host_addresses():
+    return _list_of(lambda item: None if is_host_address(item) else P_BAD_ADDRESS,
+                    'a YAML list of host names or IP addresses')
+
+
+def _script():
+    def check(value):
+        if not isinstance(value, str):
+            return P_NOT_STRING
+        return P_MULTILINE if _SCRIPT_BAD.search(value) else None
+    return Rule(check, ACCEPT_SCRIPT, kind='str')
+
+
+def _int_or_percent():
+    """LeaderWorkerSet's int-or-string: a whole number, or a percentage of at most 100%."""
+    def check(value):
+        if isinstance(value, bool):
+            return P_BOOL_AS_INT
+        text = str(value) if isinstance(value, int) else value
+        if not isinstance(text, str):
+            return P_NOT_STRING
+        if not INT_OR_PERCENT_RE.match(text):
+            return P_NOT_INT
+        return P_OUT_OF_RANGE if text.endswith('%') and int(text[:-1]) > 100 else None
+    return Rule(check, ACCEPT_INT_OR_PERCENT, kind='raw')
+
+
+def _gb_or_empty():
+    number = _number_check(0, 4096)
+    return Rule(lambda value: None if value == '' else number.check(value), ACCEPT_GB_OR_EMPTY, kind='raw')
+
+
+def _driver_branch():
+    def check(value):
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            return P_NOT_STRING
+        return None if driver_plan.branch_ok(value) else P_BAD_RELEASE
+    return Rule(check, ACCEPT_DRIVER_BRANCH, kind='str')
 
 
 # ---- the variables ------------------------------------------------------------------------------
@@ -749,8 +905,25 @@ RULES = {
     'docker_log_max_file': _int_check(1, 100),
     'docker_limit_nofile': _int_check(1024, 2 ** 30),
     'docker_start_timeout': _int_check(1, 3600),
+    'docker_enabled': _bool(),
+    'docker_packages': _items(PACKAGE_RE, ACCEPT_PACKAGES),
+    'docker_repo_channel': _pattern(re.compile(r'^[a-z]{1,32}\Z'), 'a channel of Docker\'s repository such as stable or test'),
+    'docker_daemon_json_path': _path('file'),
+    'docker_log_driver': _pattern(re.compile(r'^[a-z][a-z0-9-]{0,63}\Z'), 'a log driver name such as json-file or journald'),
+    'docker_log_max_size': _pattern(DOCKER_SIZE_RE, ACCEPT_DOCKER_SIZE),
+    'docker_daemon_options': _mapping(),
+    'docker_nvidia_default_runtime': _bool(),
+    'docker_nvidia_runtime_path': _path('file'),
+    # A line of dockerd's systemd drop-in (LimitMEMLOCK=).
+    'docker_limit_memlock': _pattern(MEMLOCK_RE, ACCEPT_MEMLOCK),
+    'docker_live_restore': _bool(),
+    'docker_restart_waves': _bool(),
+    'docker_restart_group_var': _pattern(VARIABLE_NAME_RE, ACCEPT_VARIABLE_NAME),
+    'docker_max_unavailable_groups': _int_check(1, 1000),
+    'docker_restart_timeout': _int_check(1, _DAY),
+    'docker_restart_wave_tasks': _controller_file(),
     # nvidia_driver, nvidia_container_toolkit, rdma: package repositories over https only
-    'nvidia_driver_branch': _string(empty_ok=False),
+    'nvidia_driver_branch': _driver_branch(),
     'nvidia_driver_repo_base_url': _https(False),
     'nvidia_driver_repo_url': _https(),
     'nvidia_driver_repo_key_url': _https(),
@@ -759,12 +932,54 @@ RULES = {
     'nvidia_driver_epel_key_url': _https(),
     'nvidia_driver_reboot_timeout': _int_check(60, _DAY),
     'nvidia_driver_imex_nodes': _string_list(),
+    'nvidia_driver_enabled': _bool(),
+    'nvidia_driver_version': _pattern(driver_plan.VERSION_RE, ACCEPT_DRIVER_VERSION, empty_ok=True, problem=P_BAD_RELEASE),
+    'nvidia_driver_kernel_modules': _choice(('open', 'proprietary')),
+    'nvidia_driver_hold': _bool(),
+    'nvidia_driver_epel_enabled': _bool(),
+    'nvidia_driver_crb_enabled': _bool(),
+    'nvidia_driver_sysfs_root': _path('root'),
+    'nvidia_driver_procfs_root': _path('root'),
+    'nvidia_driver_fabric_manager_enabled': _bool(),
+    'nvidia_driver_imex_enabled': _bool(),
+    'nvidia_driver_persistenced_enabled': _bool(),
+    'nvidia_driver_secure_boot': _choice(('fail', 'signed')),
+    'nvidia_driver_reboot_allowed': _bool(),
+    'nvidia_driver_reboot_group_var': _pattern(VARIABLE_NAME_RE, ACCEPT_VARIABLE_NAME),
+    'nvidia_driver_max_unavailable_groups': _int_check(1, 1000),
+    'nvidia_driver_reboot_wave_tasks': _controller_file(),
+    'nvidia_container_toolkit_enabled': _bool(),
+    'nvidia_container_toolkit_version': _pattern(toolkit_plan.VERSION_RE, ACCEPT_PACKAGE_VERSION, empty_ok=True,
+                                                 problem=P_BAD_RELEASE),
+    'nvidia_container_toolkit_repo_channel': _choice(('stable', 'experimental')),
+    'nvidia_container_toolkit_docker_runtime': _bool(),
+    'nvidia_container_toolkit_docker_config': _path('file'),
+    'nvidia_container_toolkit_cdi_enabled': _bool(),
+    'nvidia_container_toolkit_cdi_spec': _path('file'),
+    'nvidia_container_toolkit_verify': _bool(),
+    'nvidia_container_toolkit_verify_image': _image_reference(),
+    'nvidia_container_toolkit_sysfs_root': _path('root'),
     'nvidia_container_toolkit_repo_base_url': _https(False),
     'nvidia_container_toolkit_repo_url': _https(),
     'nvidia_container_toolkit_repo_key_url': _https(),
     'rdma_doca_repo_url': _https(False),
     'rdma_doca_gpg_key_url': _https(),
     'rdma_min_active_ports': _int_check(0, 64),
+    'rdma_enabled': _bool(),
+    'rdma_required': _bool(),
+    'rdma_install_source': _choice(('distribution', 'doca')),
+    'rdma_packages': _items(PACKAGE_RE, ACCEPT_PACKAGES),
+    'rdma_doca_version': _pattern(re.compile(r'^[0-9]{1,4}(\.[0-9]{1,4}){1,3}(-[0-9A-Za-z.]{1,32})?\Z'), ACCEPT_VERSION,
+                                  problem=P_BAD_RELEASE),
+    'rdma_doca_os_label': _pattern(OS_LABEL_RE, ACCEPT_OS_LABEL),
+    'rdma_doca_packages': _items(PACKAGE_RE, ACCEPT_PACKAGES),
+    'rdma_kernel_modules': _items(MODULE_RE, ACCEPT_MODULES),
+    'rdma_gpu_kernel_modules': _items(MODULE_RE, ACCEPT_MODULES),
+    # Lines of /etc/security/limits.d: a domain, then the value.
+    'rdma_memlock_limit': _pattern(LIMITS_VALUE_RE, ACCEPT_LIMITS_VALUE),
+    'rdma_limits_domains': _items(LIMITS_DOMAIN_RE, ACCEPT_LIMITS_DOMAINS),
+    'rdma_pci_vendor_ids': _items(PCI_ID_RE, ACCEPT_PCI_IDS),
+    'rdma_sysfs_root': _path('root'),
     # nfs
     'nfs_export_path': _path('owned'),
     'nfs_mount_path': _path('owned'),
@@ -773,12 +988,31 @@ RULES = {
     'nfs_cache_owner_gid': _int_check(0, _ID),
     'nfs_cache_mode': _octal_mode(),
     'nfs_write_test_timeout': _int_check(1, 3600),
+    'nfs_enabled': _bool(),
+    'nfs_server_group': _pattern(GROUP_RE, ACCEPT_GROUP_NAME),
+    'nfs_client_group': _pattern(GROUP_RE, ACCEPT_GROUP_NAME),
+    # A line of /etc/exports.d: options joined by commas.
+    'nfs_export_options': _items(EXPORT_OPTION_RE, ACCEPT_EXPORT_OPTIONS),
+    'nfs_export_no_root_squash': _bool(),
+    'nfs_server_service_enabled': _bool(),
+    'nfs_mount_enabled': _bool(),
+    'nfs_server_host': _host_address(),
+    # Fields of /etc/fstab (a space would start the next field).
+    'nfs_mount_src': _pattern(MOUNT_SOURCE_RE, ACCEPT_MOUNT_SOURCE),
+    'nfs_mount_options': _pattern(MOUNT_OPTIONS_RE, ACCEPT_MOUNT_OPTIONS),
+    'nfs_manage_packages': _bool(),
+    'nfs_write_test': _bool(),
     # ssh_mesh
     'ssh_mesh_dir': _path('owned'),
     'ssh_mesh_port': _port(not_sshd=True),
     'ssh_mesh_secrets_gid': _secrets_gid(),
     'ssh_mesh_key_size': _int_check(2048, 16384),
     'ssh_mesh_authorized_extra_sources': _sources(False, True, ACCEPT_SSH_SOURCES),
+    'ssh_mesh_enabled': _bool(),
+    'ssh_mesh_state': _choice(('present', 'absent')),
+    'ssh_mesh_address': _host_address(),
+    'ssh_mesh_host_names': _host_addresses(),
+    'ssh_mesh_manage_packages': _bool(),
     # nim_firewall
     'nim_firewall_api_allowed_cidrs': _sources(True, False, ACCEPT_CIDRS),
     'nim_firewall_extra_member_sources': _sources(False, False, ACCEPT_SOURCES_NO_WORLD),
@@ -790,6 +1024,11 @@ RULES = {
     'nim_firewall_rules_file': _path('file'),
     'nim_firewall_monitoring_sources': _sources(False, False, ACCEPT_SOURCES_NO_WORLD),
     'nim_firewall_monitoring_ports': _port_list(),
+    'nim_firewall_enabled': _bool(),
+    'nim_firewall_state': _choice(('present', 'absent')),
+    'nim_firewall_supervisor_ports': _port_list(),
+    'nim_firewall_persist': _bool(),
+    'nim_firewall_manage_packages': _bool(),
     # monitoring (hosts of nim_monitoring; the exporters on the Docker hosts)
     'nim_monitoring_sources': _sources(False, False, ACCEPT_SOURCES_NO_WORLD),
     'monitoring_mode': _choice(('server', 'files')),
@@ -800,13 +1039,13 @@ RULES = {
     'monitoring_prometheus_port': _port(not_sshd=True),
     'monitoring_alertmanager_port': _port(not_sshd=True),
     'monitoring_alertmanagers': _host_ports(),
-    'monitoring_alertmanager_receivers': _mapping_list(),
-    'monitoring_alertmanager_receiver': _pattern(re.compile(r'^[A-Za-z0-9_.-]{1,128}\Z'), ACCEPT_RECEIVER),
+    'monitoring_alertmanager_receivers': _receivers(),
+    'monitoring_alertmanager_receiver': _pattern(RECEIVER_RE, ACCEPT_RECEIVER),
     'monitoring_alertmanager_group_wait': _duration(),
     'monitoring_alertmanager_group_interval': _duration(),
     'monitoring_alertmanager_repeat_interval': _duration(),
-    'monitoring_alert_thresholds': _mapping(),
-    'monitoring_grafana_prometheus_url': _pattern(re.compile(r'^https?://[^\s/]+\S*\Z'), ACCEPT_HTTP_URL),
+    'monitoring_alert_thresholds': _thresholds(),
+    'monitoring_grafana_prometheus_url': _pattern(HTTP_URL_RE, ACCEPT_HTTP_URL),
     'monitoring_manage_packages': _bool(),
     'monitoring_node_exporter_port': _port(not_sshd=True),
     'monitoring_dcgm_exporter': _bool(),
@@ -853,6 +1092,16 @@ RULES = {
     'nim_docker_smoke_timeout': _int_check(1, _DAY),
     'nim_docker_ulimits': _string_list(),
     'nim_docker_download_command': _string_list(),
+    'nim_docker_enabled': _bool(),
+    'nim_docker_state': _choice(('present', 'absent')),
+    'nim_docker_download_model': _bool(),
+    'nim_docker_overlap_transfers': _bool(),
+    'nim_docker_manage_cache_dir': _bool(),
+    'nim_docker_allow_partial_group': _bool(),
+    'nim_docker_require_gpus': _bool(),
+    'nim_docker_smoke_test': _bool(),
+    'nim_docker_smoke_prompt': _string(empty_ok=False),
+    'nim_docker_ray_auth': _choice(('token', 'off')),
     # doctor
     'doctor_report_dir': _path('controller'),
     'doctor_mesh_dir': _path('owned'),
@@ -863,6 +1112,17 @@ RULES = {
     'doctor_connect_timeout': _int_check(1, 600),
     'doctor_task_timeout': _int_check(1, 3600),
     'doctor_nccl_test_timeout': _int_check(1, _DAY),
+    'doctor_enabled': _bool(),
+    'doctor_fail': _bool(),
+    'doctor_memlock_min_kb': _int_check(-1, 2 ** 62),
+    'doctor_shm_min_gb': _gb_or_empty(),
+    'doctor_disk_margin': _number_check(1, 100),
+    'doctor_clock_skew_max_s': _number_check(0, 3600),
+    'doctor_clock_require_sync': _bool(),
+    'doctor_require_gpus': _bool(),
+    'doctor_nccl_test': _bool(),
+    'doctor_nccl_test_command': _string_list(),
+    'doctor_nccl_min_fraction': _number_check(0, 1),
     # Kubernetes
     'nim_k8s_render_dir': _path('controller', empty_ok=True),
     'nim_k8s_ssh_key_dir': _path('controller'),
@@ -891,9 +1151,32 @@ RULES = {
     'nim_k8s_monitoring': _bool(),
     'nim_k8s_monitoring_labels': _mapping(),
     'nim_k8s_monitoring_interval': _string(),
-    'nim_k8s_alert_thresholds': _mapping(),
+    'nim_k8s_alert_thresholds': _thresholds(),
     'nim_k8s_probe_period': _int_check(1, 3600),
     'nim_k8s_smoke_timeout': _int_check(1, _DAY),
+    'nim_k8s_state': _choice(('present', 'absent')),
+    'nim_k8s_render_secrets': _bool(),
+    'nim_k8s_kubeconfig': _controller_file(),
+    'nim_k8s_context': _string(),
+    'nim_k8s_create_secrets': _bool(),
+    'nim_k8s_storage_access_mode': _choice(('ReadWriteMany', 'ReadWriteOnce', 'ReadOnlyMany', 'ReadWriteOncePod')),
+    'nim_k8s_scheduler': _choice(('default', 'volcano', 'kai')),
+    'nim_k8s_volcano_queue': _dns(QUEUE_NAME_RE, ACCEPT_DNS_SUBDOMAIN, empty_ok=True),
+    # KAI reads the queue from a label.
+    'nim_k8s_kai_queue': _pattern(LABEL_VALUE_RE, 'a label value: up to 63 letters, digits, - _ and ., or empty'),
+    'nim_k8s_exclusive_topology': _pattern(LABEL_KEY_RE, ACCEPT_LABEL_KEY, empty_ok=True),
+    'nim_k8s_restart_policy': _choice(('RecreateGroupOnPodRestart', 'RecreateGroupAfterStart', 'None')),
+    'nim_k8s_rollout_max_unavailable': _int_or_percent(),
+    'nim_k8s_rollout_max_surge': _int_or_percent(),
+    'nim_k8s_rollout_partition': _int_check(0, 999999),
+    'nim_k8s_priority_class': _dns(PRIORITY_CLASS_RE, ACCEPT_DNS_SUBDOMAIN, empty_ok=True),
+    'nim_k8s_image_pull_policy': _choice(('Always', 'IfNotPresent', 'Never')),
+    'nim_k8s_service_type': _choice(('ClusterIP', 'NodePort', 'LoadBalancer')),
+    'nim_k8s_mpi_start_script': _script(),
+    'nim_k8s_wait': _bool(),
+    'nim_k8s_smoke_test': _bool(),
+    'nim_k8s_smoke_image': _image_reference(),
+    'nim_k8s_keep_storage': _bool(),
     # The components (roles lws, nim_operator, volcano), installed from the controller
     'lws_state': _choice(('present', 'absent')),
     'lws_namespace': _dns(DNS_LABEL_RE, ACCEPT_DNS_LABEL),
@@ -947,12 +1230,39 @@ RULES = {
     'volcano_wait_timeout': _int_check(1, _DAY),
     'volcano_kubeconfig': _controller_file(),
     'volcano_context': _string(),
+    # validate_inventory
+    'validate_inventory_enabled': _bool(),
+    'validate_inventory_group': _pattern(GROUP_RE, ACCEPT_GROUP_NAME),
+    'validate_inventory_default_nim_group': _pattern(GROUP_RE, ACCEPT_GROUP_NAME),
+    'validate_inventory_ansible_min_version': _pattern(VERSION_RE, ACCEPT_VERSION, problem=P_BAD_RELEASE),
+    'validate_inventory_ansible_max_version': _pattern(VERSION_RE, ACCEPT_VERSION, empty_ok=True, problem=P_BAD_RELEASE),
+    'validate_inventory_check_inputs': _bool(),
+    'validate_inventory_check_os': _bool(),
+    'validate_inventory_supported_os': _mapping_list(),
 }
 CHECKED_VARIABLES = tuple(sorted(RULES))
+# The role options the collection's own plays and roles pass, never an inventory: the run's plan,
+# the hosts of a restart wave, the groups of the Kubernetes play, and every option of role common
+# (the tasks the other roles share). Every other option of a role has a rule above
+# (tests/unit/plugins/module_utils/test_input_checks.py).
+PASSED_BY_THE_COLLECTION = frozenset((
+    'doctor_plan', 'monitoring_plan', 'nim_docker_plan', 'nim_firewall_plan', 'nim_frontend_plan', 'nim_k8s_plan',
+    'ssh_mesh_plan', 'nim_k8s_groups', 'nim_docker_serve_again_hosts', 'nim_docker_serve_again_interrupted',
+))
+PASSED_BY_THE_COLLECTION_PREFIX = 'common_'
+
+
+class Untemplatable(object):
+    """A value Ansible could not work out on the controller, with why (its first line)."""
+
+    def __init__(self, error):
+        self.error = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
 
 
 def show(value, secret=False):
     """The value as a message shows it: escaped (a newline stays visible), short, never a secret."""
+    if isinstance(value, Untemplatable):
+        return '(%s)' % (value.error if len(value.error) <= 160 else value.error[:157] + '...')
     if secret:
         return '<hidden>'
     if isinstance(value, str):
@@ -970,6 +1280,8 @@ def check_value(name, value):
     rule = RULES.get(name)
     if rule is None or value is None:
         return None
+    if isinstance(value, Untemplatable):
+        return P_NOT_TEMPLATABLE
     return rule.check(value)
 
 
@@ -989,6 +1301,29 @@ def _list(hosts, limit=6):
     return '%s and %d more' % (', '.join(hosts[:limit]), len(hosts) - limit)
 
 
+# The driver branch where the inventory sets none (the default of role nvidia_driver).
+DEFAULT_DRIVER_BRANCH = '580'
+ACCEPT_ROUTED_RECEIVER = 'the name of one of monitoring_alertmanager_receivers, or any name when that list is empty'
+
+
+def cross_problems(hvars):
+    """What two settings of one host say together that neither says alone: [(variable, problem,
+    accepted)], each naming the variable to change. Only values their own rules accept are read."""
+    def ok(name, default=None):
+        value = hvars.get(name, default)
+        return value if value is not None and check_value(name, value) is None else None
+
+    problems = []
+    version, branch = ok('nvidia_driver_version'), ok('nvidia_driver_branch', DEFAULT_DRIVER_BRANCH)
+    if version and branch is not None and driver_plan.version_off_branch(version, branch):
+        problems.append(('nvidia_driver_version', '%s %s' % (P_OFF_BRANCH, branch), ACCEPT_DRIVER_VERSION))
+    receivers, receiver = ok('monitoring_alertmanager_receivers'), ok('monitoring_alertmanager_receiver')
+    if receivers and 'monitoring_alertmanager_receiver' in hvars and receiver is not None \
+            and receiver not in [item['name'] for item in receivers]:
+        problems.append(('monitoring_alertmanager_receiver', P_NO_SUCH_RECEIVER, ACCEPT_ROUTED_RECEIVER))
+    return problems
+
+
 def check_inputs(hosts, host_vars, group_of=None):
     """Check every variable with a rule on every host; return the problems, one per wrong value.
 
@@ -1005,9 +1340,13 @@ def check_inputs(hosts, host_vars, group_of=None):
             value = hvars[name]
             problem = check_value(name, value)
             if problem is not None:
-                findings.append((host, (name, show(value, RULES[name].secret), problem)))
-    return ['%s: %s=%s %s; accepted: %s' % (place, name, shown, problem, RULES[name].accepts)
-            for place, (name, shown, problem) in by_place(hosts, findings, group_of)]
+                if RULES[name].detail is not None:
+                    problem += ' (%s)' % '; '.join(RULES[name].detail(value))
+                findings.append((host, (name, show(value, RULES[name].secret), problem, RULES[name].accepts)))
+        for name, problem, accepts in cross_problems(hvars):
+            findings.append((host, (name, show(hvars.get(name), RULES[name].secret), problem, accepts)))
+    return ['%s: %s=%s %s; accepted: %s' % (place, name, shown, problem, accepts)
+            for place, (name, shown, problem, accepts) in by_place(hosts, findings, group_of)]
 
 
 def by_place(hosts, findings, group_of=None):

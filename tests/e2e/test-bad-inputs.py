@@ -226,6 +226,26 @@ def run_case(repo, case, workdir, shim_dir):
     return case, problems, seconds
 
 
+def generated_cases():
+    """Cases made from the declarations, not by hand: every one-line string setting at a value its
+    rule accepts, spoilt by a trailing newline (a YAML | block) in one case and by an escape in
+    another, each refused naming every variable (tests/bad_inputs/samples.py)."""
+    sys.path.insert(0, os.path.join(REPO, 'build', 'collections'))
+    sys.path.insert(0, os.path.join(REPO, 'tests', 'bad_inputs'))
+    from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import RULES, check_value
+    import samples
+    # The base's hosts set ansible_host themselves (a host's value wins over the group's).
+    found = [(name, value) for name, value in samples.string_samples(RULES, check_value)
+             if value is not None and name != 'ansible_host']
+    cases = []
+    for case_name, spoil, skip in (('every-string-setting-with-a-trailing-newline', '\n', samples.MULTILINE),
+                                   ('every-string-setting-with-an-escape', '\x1b[0m', ())):
+        spoilt = dict((name, value + spoil) for name, value in found if name not in skip)
+        cases.append({'name': case_name, 'family': 'every kind', 'vars': spoilt, 'expect': 'refused',
+                      'variables': sorted(spoilt)})
+    return cases
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n', maxsplit=1)[0])
     parser.add_argument('--repo', default=REPO, help='the checkout whose playbooks run (default: this one)')
@@ -235,7 +255,7 @@ def main():
     parser.add_argument('--keep', action='store_true', help='keep the work directory (inventories and logs)')
     args = parser.parse_args()
     with open(args.cases) as handle:
-        cases = [c for c in yaml.safe_load(handle) if args.only in c['name']]
+        cases = [c for c in yaml.safe_load(handle) + generated_cases() if args.only in c['name']]
     names = [c['name'] for c in cases]
     if len(set(names)) != len(names):
         sys.exit('test-bad-inputs: case names must be unique')

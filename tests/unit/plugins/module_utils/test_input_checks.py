@@ -6,7 +6,9 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import importlib.util
 import os
+import sys
 import re
 
 import pytest
@@ -29,7 +31,9 @@ REFUSED = [
     ('nim_cache_path', '/', input_checks.P_SYSTEM_DIR),
     ('nim_cache_path', '/var/', input_checks.P_SYSTEM_DIR),
     ('nim_cache_path', '//etc', input_checks.P_SYSTEM_DIR),
-    ('nim_cache_path', '/home/../opt', input_checks.P_SYSTEM_DIR),
+    ('nim_cache_path', '/home/../opt', input_checks.P_PATH_CHARS),
+    ('monitoring_dir', '/opt/${HOSTNAME}/prometheus', input_checks.P_PATH_CHARS),
+    ('nim_frontend_config_dir', '/etc/nim"front', input_checks.P_PATH_CHARS),
     ('nim_cache_path', 'cache', input_checks.P_NOT_ABSOLUTE),
     ('nim_cache_path', '/proc/1/root', input_checks.P_VIRTUAL_TREE),
     ('nim_cache_path', ['/data'], input_checks.P_NOT_STRING),
@@ -194,6 +198,16 @@ def test_every_problem_and_accepted_text_is_in_the_troubleshooting_page():
         assert re.sub(r'\s+', ' ', rule.accepts.replace(', or empty', '')) in page, rule.accepts
 
 
+def test_the_troubleshooting_page_lists_what_each_variable_accepts_as_the_rules_say():
+    """The page's table is rendered from RULES (scripts/accepts-table.py --write renders it again)."""
+    spec = importlib.util.spec_from_file_location('accepts_table', os.path.join(REPO, 'scripts', 'accepts-table.py'))
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    with open(script.PAGE) as handle:
+        page = handle.read()
+    assert page == script.page_with(page, script.table(RULES)), 'run scripts/accepts-table.py --write'
+
+
 def _public_variables():
     names = set()
     for role in os.listdir(os.path.join(REPO, 'roles')):
@@ -215,6 +229,19 @@ def test_every_rule_names_a_public_variable_or_an_inventory_wide_one():
     assert sorted(set(RULES) - public - inventory_wide) == []
     # Every setting the planner reads has a rule.
     assert sorted(inventory_wide - set(RULES)) == []
+
+
+def test_every_option_of_a_role_has_a_rule_unless_the_collection_passes_it():
+    """No setting reaches a host unchecked: an option of a role's argument_specs without a rule is
+    named here, unless the collection's own plays pass it (the plan, a wave's hosts, role common)."""
+    from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import (
+        PASSED_BY_THE_COLLECTION, PASSED_BY_THE_COLLECTION_PREFIX)
+    unchecked = sorted(name for name in _public_variables()
+                       if name not in RULES and name not in PASSED_BY_THE_COLLECTION
+                       and not name.startswith(PASSED_BY_THE_COLLECTION_PREFIX))
+    assert unchecked == []
+    assert sorted(PASSED_BY_THE_COLLECTION - _public_variables()) == []
+    assert sorted(PASSED_BY_THE_COLLECTION & set(RULES)) == []
 
 
 def _spec_options():
@@ -370,3 +397,113 @@ def test_tolerations_are_a_list_of_mappings(value, problem):
                                       ('30s1m', False), ('1m1m', False), ('', False), ('15', False), ('15 s', False)])
 def test_a_duration_is_prometheus_own_grammar(value, ok):
     assert (input_checks.RULES['monitoring_scrape_interval'].check(value) is None) is ok
+
+
+def test_the_default_driver_branch_is_the_roles():
+    with open(os.path.join(REPO, 'roles', 'nvidia_driver', 'defaults', 'main.yml')) as handle:
+        assert str(yaml.safe_load(handle)['nvidia_driver_branch']) == input_checks.DEFAULT_DRIVER_BRANCH
+
+
+@pytest.mark.parametrize('variables,named', [
+    ({'nvidia_driver_version': '570.124.06'}, 'nvidia_driver_version="570.124.06" is not a version of nvidia_driver_branch 580'),
+    ({'nvidia_driver_version': '590.44.01', 'nvidia_driver_branch': '580'}, 'nvidia_driver_branch 580'),
+    ({'monitoring_alertmanager_receivers': [{'name': 'pager'}], 'monitoring_alertmanager_receiver': 'pagr'},
+     'monitoring_alertmanager_receiver="pagr" names no receiver'),
+])
+def test_two_settings_that_disagree_are_refused_naming_the_one_to_change(variables, named):
+    problems = input_checks.check_inputs(['gpu-1'], {'gpu-1': variables})
+    assert len(problems) == 1 and named in problems[0]
+
+
+@pytest.mark.parametrize('variables', [
+    {'nvidia_driver_version': '580.95.05'},
+    {'nvidia_driver_version': '590.44.01', 'nvidia_driver_branch': '590'},
+    {'nvidia_driver_version': ''},
+    {'monitoring_alertmanager_receiver': 'pager'},
+    {'monitoring_alertmanager_receivers': [{'name': 'pager', 'webhook_configs': [{'url': 'https://hooks.example/a'}]}],
+     'monitoring_alertmanager_receiver': 'pager'},
+    # A wrong branch is named once, by its own rule, not again for the version.
+])
+def test_two_settings_that_agree_pass(variables):
+    assert input_checks.check_inputs(['gpu-1'], {'gpu-1': variables}) == []
+
+
+def test_a_wrong_branch_is_named_once():
+    problems = input_checks.check_inputs(['gpu-1'], {'gpu-1': {'nvidia_driver_branch': 'latest',
+                                                               'nvidia_driver_version': '580.95.05'}})
+    assert len(problems) == 1 and 'nvidia_driver_branch="latest"' in problems[0]
+
+
+@pytest.mark.parametrize('name,value,problem', [
+    ('docker_limit_memlock', 'infinity', None),
+    ('docker_limit_memlock', '64M', None),
+    ('docker_limit_memlock', '64M:infinity', None),
+    ('docker_limit_memlock', 'infinity\nExecStartPre=/bin/sh', input_checks.P_MULTILINE),
+    ('docker_limit_memlock', 'unlimited', input_checks.P_BAD_NAME),
+    ('docker_log_max_size', '100m', None),
+    ('docker_log_max_size', '100 MB', input_checks.P_BAD_NAME),
+    ('nvidia_driver_kernel_modules', 'opensource', input_checks.P_NOT_CHOICE),
+    ('nvidia_driver_branch', '580', None),
+    ('nvidia_driver_branch', 590, None),
+    ('nvidia_driver_branch', '570', input_checks.P_BAD_RELEASE),
+    ('nvidia_driver_branch', '580\n', input_checks.P_BAD_RELEASE),
+    ('nvidia_driver_version', '580.95', None),
+    ('nvidia_driver_version', 'latest', input_checks.P_BAD_RELEASE),
+    ('nvidia_container_toolkit_version', '1.18.0-1', None),
+    ('nvidia_container_toolkit_version', '1.18.0\n', input_checks.P_MULTILINE),
+    ('monitoring_dcgm_exporter_tag', '4.2.3-4.1.3-ubuntu22.04', None),
+    ('monitoring_alertmanager_repeat_interval', '0s', input_checks.P_OUT_OF_RANGE),
+    ('monitoring_alertmanager_repeat_interval', '4h', None),
+    ('monitoring_alertmanager_receivers', [{'name': 'hook', 'webhook_configs': [{'url': 'hooks.example/x'}]}],
+     input_checks.P_NOT_URL),
+    ('monitoring_alertmanager_receivers', [{'webhook_configs': []}], input_checks.P_BAD_NAME),
+    ('monitoring_alert_thresholds', {'gpu_temp_celsius': 85}, None),
+    ('monitoring_alert_thresholds', {'gpu_temp': 85}, input_checks.P_BAD_THRESHOLDS),
+    ('monitoring_alert_thresholds', {'restart_budget_fraction': 95}, input_checks.P_BAD_THRESHOLDS),
+    ('monitoring_alert_thresholds', {'not_serving_for': '1h30'}, input_checks.P_BAD_THRESHOLDS),
+    ('nim_k8s_alert_thresholds', {'not_serving_for': '1h30'}, input_checks.P_BAD_THRESHOLDS),
+    ('nfs_mount_options', 'nfsvers=4.2,hard,nconnect=8,timeo=600,retrans=2,noatime,_netdev', None),
+    ('nfs_mount_options', 'rw hard', input_checks.P_BAD_NAME),
+    ('nfs_export_options', ['rw', 'sync', 'fsid=0'], None),
+    ('nfs_export_options', ['rw,no_root_squash'], input_checks.P_BAD_NAME),
+    ('rdma_limits_domains', ['*', 'root', '@nim', '1000:'], None),
+    ('rdma_limits_domains', ['* hard'], input_checks.P_BAD_NAME),
+    ('rdma_pci_vendor_ids', ['0x15b3'], None),
+    ('rdma_sysfs_root', '/sys', None),
+    ('rdma_sysfs_root', 'sys', input_checks.P_NOT_ABSOLUTE),
+    ('nim_k8s_rollout_max_unavailable', '25%', None),
+    ('nim_k8s_rollout_max_unavailable', 2, None),
+    ('nim_k8s_rollout_max_unavailable', '150%', input_checks.P_OUT_OF_RANGE),
+    ('nim_k8s_rollout_max_unavailable', '1\n', input_checks.P_NOT_INT),
+    ('nim_k8s_exclusive_topology', 'topology.kubernetes.io/rack', None),
+    ('nim_k8s_exclusive_topology', 'rack zone', input_checks.P_BAD_NAME),
+    ('nim_k8s_mpi_start_script', '#!/bin/bash\n\tmpirun "$@"\n', None),
+    ('nim_k8s_mpi_start_script', 'echo \x1b[31m', input_checks.P_MULTILINE),
+    ('doctor_shm_min_gb', '', None),
+    ('doctor_shm_min_gb', 64, None),
+    ('doctor_shm_min_gb', 'lots', input_checks.P_NOT_NUMBER),
+    ('ssh_mesh_host_names', ['gpu-1', '10.0.0.1'], None),
+    ('ssh_mesh_host_names', ['gpu-1 gpu-2'], input_checks.P_BAD_ADDRESS),
+    ('validate_inventory_ansible_max_version', '', None),
+    ('validate_inventory_ansible_max_version', '2.21', None),
+    ('validate_inventory_ansible_max_version', 'latest', input_checks.P_BAD_RELEASE),
+])
+def test_the_options_each_role_reads(name, value, problem):
+    assert check_value(name, value) == problem
+
+
+def _string_samples():
+    sys.path.insert(0, os.path.join(REPO, 'tests', 'bad_inputs'))
+    import samples  # pylint: disable=import-outside-toplevel
+    return samples.string_samples(RULES, check_value)
+
+
+@pytest.mark.parametrize('name,value', _string_samples())
+def test_every_string_setting_refuses_its_valid_value_with_a_trailing_newline_or_a_control_character(name, value):
+    """Every value is matched whole: a valid value followed by a newline (a YAML | block), or holding
+    an escape, is refused whatever the kind (a script keeps its lines, never an escape)."""
+    assert value is not None, 'no sample value of %s passes its own rule' % name
+    if name != 'nim_k8s_mpi_start_script':  # a script keeps its lines (samples.MULTILINE)
+        assert check_value(name, value + '\n') is not None
+    assert check_value(name, value + '\x1b') is not None
+    assert check_value(name, value[:1] + '\x00' + value[1:]) is not None
