@@ -9,6 +9,7 @@ __metaclass__ = type
 import re
 
 from ansible.errors import AnsibleFilterError
+from ansible.utils.display import Display
 from jinja2 import Undefined
 
 from ansible_collections.nimstack.multinode.plugins.module_utils.lazy import lazy_module
@@ -68,6 +69,11 @@ def _controller_settings(hvars):
     return picked
 
 
+def _known():
+    return (set(_input_checks.RULES) | _input_checks.PASSED_BY_THE_COLLECTION | set(_input_checks.PUBLISHED)
+            | set(_plan.SETTING_NAMES) | set(_HOST_VARS))
+
+
 def inventory_problems(hostvars, groups, ansible_version, node_group=None,
                        default_group='default', min_version=None,
                        max_version=None, supported_os=None, check_os=True,
@@ -96,11 +102,16 @@ def inventory_problems(hostvars, groups, ansible_version, node_group=None,
         input_vars = {}
         node_settings = {}
         nodes = set(hosts)
+        prefixed = {}
         for host in input_hosts:
             hvars = node_vars[host] if host in node_vars else hostvars[host]
             input_vars[host] = _inputs(hvars, _raw(hostvars, host))
+            prefixed[host] = [n for n in hvars if isinstance(n, str) and n.startswith(_input_checks.SETTING_PREFIXES)]
             if host in nodes:
                 node_settings[host] = _controller_settings(hvars)
+        group_of = dict((host, host_vars[host].get('nim_group') or default_group) for host in hosts)
+        for warning in _checks.unknown_settings(prefixed, _known(), group_of):
+            Display().warning(warning)
         # The controller (the implicit localhost included) sees extra vars and group_vars/all.
         try:
             controller = _controller_settings(hostvars['localhost'])

@@ -1154,6 +1154,8 @@ RULES = {
     'nim_k8s_alert_thresholds': _thresholds(),
     'nim_k8s_probe_period': _int_check(1, 3600),
     'nim_k8s_smoke_timeout': _int_check(1, _DAY),
+    # The Kubernetes play's own switch (playbooks/plays/deploy_kubernetes.yml).
+    'nim_k8s_install_components': _bool(),
     'nim_k8s_state': _choice(('present', 'absent')),
     'nim_k8s_render_secrets': _bool(),
     'nim_k8s_kubeconfig': _controller_file(),
@@ -1250,6 +1252,12 @@ PASSED_BY_THE_COLLECTION = frozenset((
     'ssh_mesh_plan', 'nim_k8s_groups', 'nim_docker_serve_again_hosts', 'nim_docker_serve_again_interrupted',
 ))
 PASSED_BY_THE_COLLECTION_PREFIX = 'common_'
+# The prefixes of the collection's settings: a variable with one that no rule, plan setting or
+# pass-through names is a misspelling, warned of with the nearest name (inventory_checks).
+SETTING_PREFIXES = ('nim_', 'docker_', 'nvidia_', 'rdma_', 'nfs_', 'ssh_mesh_', 'monitoring_', 'doctor_', 'lws_',
+                    'volcano_', 'validate_inventory_')
+# What the preflight itself publishes on the controller.
+PUBLISHED = ('nim_planned', 'nim_planned_hosts', 'nim_planned_kubernetes')
 
 
 class Untemplatable(object):
@@ -1324,12 +1332,77 @@ def cross_problems(hvars):
     return problems
 
 
-def check_inputs(hosts, host_vars, group_of=None):
+# Every port the collection listens on, by feature: (variable, the setting it follows where the
+# inventory sets none, its default, the hosts it is in effect on, when). Where: docker (a host of a
+# Docker group), exporters (the same, while a nim_monitoring host watches them), frontend
+# (nim_frontend), monitoring (nim_monitoring). When: a test of the host's settings. Any two in
+# effect on one host must differ (clash_problems): a new feature's port is one line here, and meets
+# every other without a rule of its own. The defaults are the roles' (a unit test holds them so).
+_CONTRACT = ('nim_launch_contract', 'mpi')
+
+
+def _contract_is(*names):
+    return lambda get: get(*_CONTRACT) in names + ('auto',)
+
+
+LISTENERS = (
+    ('nim_api_port', None, 8000, 'docker', None),
+    ('nim_ssh_port', None, 2222, 'docker', _contract_is('mpi')),
+    ('nim_ray_port', None, 6379, 'docker', _contract_is('ray')),
+    ('nim_master_port', None, 50000, 'docker', _contract_is('leader_address')),
+    ('nim_docker_supervisor_port', 'nim_group_supervisor_port', 8479, 'docker',
+     lambda get: as_bool(get('nim_docker_supervisor', get('nim_group_supervisor', True)))),
+    ('doctor_ssh_probe_port', None, 2299, 'docker', _contract_is('mpi')),
+    ('monitoring_node_exporter_port', None, 9100, 'exporters', None),
+    ('monitoring_dcgm_exporter_port', None, 9400, 'exporters', lambda get: as_bool(get('monitoring_dcgm_exporter', True))),
+    ('nim_frontend_port', None, 8080, 'frontend', None),
+    ('nim_frontend_metrics_port', None, 8405, 'frontend', None),
+    ('monitoring_prometheus_port', None, 9090, 'monitoring', lambda get: get('monitoring_mode', 'server') == 'server'),
+    ('monitoring_alertmanager_port', None, 9093, 'monitoring', lambda get: get('monitoring_mode', 'server') == 'server'),
+)
+P_PORT_CLASH = 'is also the port of %s on this host: two listeners cannot share a port'
+ACCEPT_OWN_PORT = 'a port that no other listener of the collection on the host uses'
+
+
+def host_listeners(hvars, where):
+    """[(variable, port)] the host listens on, in LISTENERS order; where: the set of its kinds (docker,
+    exporters, frontend, monitoring). A value its own rule refuses is left out (named by that rule)."""
+    def get(name, default=None):
+        return hvars.get(name, default)
+
+    found = []
+    for name, follows, default, kind, when in LISTENERS:
+        if kind not in where or (when is not None and not when(get)):
+            continue
+        shown = name if name in hvars or follows is None or follows not in hvars else follows
+        value = get(name, get(follows, default) if follows else default)
+        if check_value(shown, value) is None:
+            found.append((shown, as_int(value)[0]))
+    return found
+
+
+def clash_problems(hvars, where):
+    """[(variable, port, the variable it clashes with)]: every listener whose port an earlier one of
+    the host holds, named by the one of the two that the inventory sets (the later where both are)."""
+    seen = {}
+    clashes = []
+    for name, port in host_listeners(hvars, where):
+        if port not in seen:
+            seen[port] = name
+        elif name not in hvars and seen[port] in hvars:
+            clashes.append((seen[port], port, name))
+        else:
+            clashes.append((name, port, seen[port]))
+    return clashes
+
+
+def check_inputs(hosts, host_vars, group_of=None, host_kinds=None):
     """Check every variable with a rule on every host; return the problems, one per wrong value.
 
     hosts: the hosts in inventory order. host_vars: {host: {variable: value}} with the variables
     the inventory or -e sets (only names in RULES are read). group_of: {host: nim_group}, to name a
-    whole deployment group instead of its hosts.
+    whole deployment group instead of its hosts. host_kinds: {host: kinds} (LISTENERS' where) for the
+    check that no two listeners of a host share a port.
     """
     findings = []
     for host in hosts:
@@ -1345,6 +1418,8 @@ def check_inputs(hosts, host_vars, group_of=None):
                 findings.append((host, (name, show(value, RULES[name].secret), problem, RULES[name].accepts)))
         for name, problem, accepts in cross_problems(hvars):
             findings.append((host, (name, show(hvars.get(name), RULES[name].secret), problem, accepts)))
+        for name, port, other in clash_problems(hvars, (host_kinds or {}).get(host, ())):
+            findings.append((host, (name, str(port), P_PORT_CLASH % other, ACCEPT_OWN_PORT)))
     return ['%s: %s=%s %s; accepted: %s' % (place, name, shown, problem, accepts)
             for place, (name, shown, problem, accepts) in by_place(hosts, findings, group_of)]
 

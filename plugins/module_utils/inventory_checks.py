@@ -12,9 +12,10 @@ and cost the same whether the filter feeds them 3 hosts or 1,000.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import difflib
 import re
 
-from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import by_place, check_inputs
+from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import SETTING_PREFIXES, by_place, check_inputs
 from ansible_collections.nimstack.multinode.plugins.module_utils.platforms import SUPPORTED_OS
 
 DEFAULT_NODE_GROUP = 'nim_nodes'
@@ -256,6 +257,37 @@ def check_controller_settings(hosts, node_settings, controller_settings, group_o
             + [PROBLEM_CONTROLLER_ONLY_SETTING % (place, name) for place, name in by_place(hosts, missing, group_of)])
 
 
+def unknown_settings(names_by_host, known, group_of=None):
+    """Warnings, one per unknown name: a variable with one of the collection's prefixes
+    (input_checks.SETTING_PREFIXES) that no setting is called, with the nearest known name.
+    names_by_host: {host: [variable names]}, in inventory order; known: the names the collection reads;
+    group_of: {host: nim_group}, to name a whole deployment group instead of its hosts."""
+    found = []
+    for host, names in names_by_host.items():
+        found.extend((host, name) for name in names
+                     if name.startswith(SETTING_PREFIXES) and name not in known and not name.startswith('common_'))
+    warnings = []
+    for place, name in by_place(list(names_by_host), found, group_of):
+        near = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
+        warnings.append('%s: %s is not a setting of the collection, so nothing reads it%s'
+                        % (place, name, ' (did you mean %s?)' % near[0] if near else ''))
+    return warnings
+
+
+def host_kinds(groups, nodes, input_vars):
+    """{host: the kinds of listeners it holds} (input_checks.LISTENERS): docker for a host of a Docker
+    group, exporters for one while a nim_monitoring host watches it, frontend, monitoring."""
+    kinds = {}
+    watched = bool((groups or {}).get('nim_monitoring'))
+    for host in nodes:
+        if str((input_vars.get(host) or {}).get('nim_deployment_mode', 'docker')) == 'docker':
+            kinds.setdefault(host, set()).update(('docker', 'exporters') if watched else ('docker',))
+    for kind, group in (('frontend', 'nim_frontend'), ('monitoring', 'nim_monitoring')):
+        for host in (groups or {}).get(group) or ():
+            kinds.setdefault(host, set()).add(kind)
+    return kinds
+
+
 def check_inventory(groups, host_vars, ansible_version, node_group=DEFAULT_NODE_GROUP,
                     default_group='default', min_version=DEFAULT_MIN_VERSION,
                     max_version=DEFAULT_MAX_VERSION, supported_os=DEFAULT_SUPPORTED_OS,
@@ -286,7 +318,7 @@ def check_inventory(groups, host_vars, ansible_version, node_group=DEFAULT_NODE_
             group = (host_vars.get(host) or {}).get('nim_group')
             group_of[host] = default_group if group is None else group
         others = [host for host in input_vars if host not in group_of]
-        problems.extend(check_inputs(hosts + others, input_vars, group_of))
+        problems.extend(check_inputs(hosts + others, input_vars, group_of, host_kinds(groups, hosts, input_vars)))
     if node_settings is not None:
         group_of = dict((host, (host_vars.get(host) or {}).get('nim_group') or default_group) for host in hosts)
         problems.extend(check_controller_settings(hosts, node_settings, controller_settings or {}, group_of,

@@ -75,6 +75,8 @@ def write_inventory(case, folder):
     door.update(json.loads(json.dumps(case.get('frontend_nodes') or {})))
     inventory = {'all': {'children': {'nim_nodes': {'hosts': nodes or None}, 'nfs_server': {'hosts': nfs},
                                       'nim_frontend': {'hosts': door}}}}
+    if case.get('monitoring_nodes'):
+        inventory['all']['children']['nim_monitoring'] = {'hosts': dict((host, {}) for host in case['monitoring_nodes'])}
     group_vars = dict(BASE_VARS)
     group_vars.update(case.get('vars') or {})
     # What raw sets is YAML's own reading of the text, so the base must not set it too.
@@ -201,6 +203,11 @@ def run_case(repo, case, workdir, shim_dir):
             problems.append('accepted, but should be refused naming %s' % ', '.join(expected_variables(case)))
         elif unnamed:
             problems.append('refused (rc=%s) without naming %s' % (rc, ', '.join(unnamed)))
+        lines = failures.splitlines()
+        apart = [words for words in case.get('together') or []
+                 if not any(all(names(line, word) for word in words) for line in lines)]
+        if rc != 0 and apart:
+            problems.append('refused without one line naming %s (and %d more such)' % (' and '.join(apart[0]), len(apart) - 1))
     elif rc != 0:
         lines = [line for line in failures.splitlines() if line.strip()][:3]
         problems.append('refused (rc=%s), but should be accepted: %s' % (rc, ' | '.join(lines)[:300]))
@@ -232,7 +239,7 @@ def generated_cases():
     another, each refused naming every variable (tests/bad_inputs/samples.py)."""
     sys.path.insert(0, os.path.join(REPO, 'build', 'collections'))
     sys.path.insert(0, os.path.join(REPO, 'tests', 'bad_inputs'))
-    from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import RULES, check_value
+    from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import LISTENERS, RULES, check_value
     import samples
     # The base's hosts set ansible_host themselves (a host's value wins over the group's).
     found = [(name, value) for name, value in samples.string_samples(RULES, check_value)
@@ -243,7 +250,25 @@ def generated_cases():
         spoilt = dict((name, value + spoil) for name, value in found if name not in skip)
         cases.append({'name': case_name, 'family': 'every kind', 'vars': spoilt, 'expect': 'refused',
                       'variables': sorted(spoilt)})
+    cases.append(clash_case(LISTENERS))
     return cases
+
+
+def clash_case(listeners):
+    """One host per pair of listeners a host can hold (input_checks.LISTENERS), each a one-node group
+    of contract auto that is also a front door and the monitoring host, with the two on one port:
+    each line of the refusal must name the host and both variables."""
+    names = [listener[0] for listener in listeners]
+    pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
+    nodes, together = {}, []
+    for number, (first, second) in enumerate(pairs):
+        host = 'clash-%d' % number
+        nodes[host] = {'nim_group': host, 'nim_tensor_parallel': 8, 'nim_pipeline_parallel': 1,
+                       'nim_launch_contract': 'auto', first: 30000 + number, second: 30000 + number}
+        together.append([host, first, second])
+    return {'name': 'every-pair-of-listeners-on-one-port', 'family': 'port clashes', 'nodes': nodes,
+            'frontend_nodes': dict((host, {}) for host in nodes), 'monitoring_nodes': sorted(nodes),
+            'expect': 'refused', 'variables': sorted(set(names)), 'together': together}
 
 
 def main():

@@ -224,7 +224,8 @@ def test_every_rule_names_a_public_variable_or_an_inventory_wide_one():
     inventory_wide = {'ansible_host', 'ansible_port', 'nim_ngc_api_key', 'nim_api_allowed_cidrs', 'nim_ray_auth',
                       'nim_allow_partial_group', 'nim_group_firewall', 'nim_max_unavailable_groups', 'nim_canary_group',
                       'nim_group_supervisor', 'nim_group_supervisor_port', 'nim_group_max_restarts',
-                      'nim_group_restart_window', 'nim_group_hold_lease', 'nim_secrets_gid', 'nim_monitoring_sources'}
+                      'nim_group_restart_window', 'nim_group_hold_lease', 'nim_secrets_gid', 'nim_monitoring_sources',
+                      'nim_k8s_install_components'}
     inventory_wide.update(nim_plan.SETTING_NAMES)
     assert sorted(set(RULES) - public - inventory_wide) == []
     # Every setting the planner reads has a rule.
@@ -507,3 +508,57 @@ def test_every_string_setting_refuses_its_valid_value_with_a_trailing_newline_or
         assert check_value(name, value + '\n') is not None
     assert check_value(name, value + '\x1b') is not None
     assert check_value(name, value[:1] + '\x00' + value[1:]) is not None
+
+
+def _listener_pairs():
+    """Every pair of listeners one host can hold: a Docker host watched by the monitoring that is also
+    a front door and the monitoring host, with the contract auto (every contract's port)."""
+    names = [name for name, _follows, _default, _kind, _when in input_checks.LISTENERS]
+    return [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
+
+
+ALL_KINDS = {'docker', 'exporters', 'frontend', 'monitoring'}
+
+
+def test_a_host_with_every_listener_at_its_default_has_no_clash():
+    assert input_checks.clash_problems({'nim_launch_contract': 'auto'}, ALL_KINDS) == []
+    listening = input_checks.host_listeners({'nim_launch_contract': 'auto'}, ALL_KINDS)
+    assert len(listening) == len(input_checks.LISTENERS)
+
+
+@pytest.mark.parametrize('first,second', _listener_pairs())
+def test_two_listeners_of_one_host_on_one_port_are_refused_naming_both(first, second):
+    problems = input_checks.check_inputs(['gpu-1'], {'gpu-1': {'nim_launch_contract': 'auto', first: 31000, second: 31000}},
+                                         host_kinds={'gpu-1': ALL_KINDS})
+    assert len(problems) == 1
+    assert '%s=31000' % second in problems[0] and 'the port of %s on this host' % first in problems[0]
+
+
+def test_a_listener_not_in_effect_on_the_host_does_not_clash():
+    # An mpi group has no Ray port; a host without the front door has none of its ports.
+    assert input_checks.check_inputs(['gpu-1'], {'gpu-1': {'nim_ray_port': 8000}}, host_kinds={'gpu-1': {'docker'}}) == []
+    assert input_checks.check_inputs(['gpu-1'], {'gpu-1': {'nim_frontend_port': 8000}}, host_kinds={'gpu-1': {'docker'}}) == []
+    assert input_checks.check_inputs(['gpu-1'], {'gpu-1': {'nim_group_supervisor': False, 'nim_group_supervisor_port': 8000}},
+                                     host_kinds={'gpu-1': {'docker'}}) == []
+    assert input_checks.check_inputs(['m-1'], {'m-1': {'monitoring_mode': 'files', 'monitoring_prometheus_port': 8080}},
+                                     host_kinds={'m-1': {'frontend', 'monitoring'}}) == []
+
+
+def test_the_clash_is_named_by_the_setting_the_inventory_changed():
+    problems = input_checks.check_inputs(['gpu-1'], {'gpu-1': {'monitoring_node_exporter_port': 8000}},
+                                         host_kinds={'gpu-1': ALL_KINDS})
+    assert len(problems) == 1 and problems[0].startswith('host gpu-1: monitoring_node_exporter_port=8000 is also the port of nim_api_port')
+
+
+def test_the_listeners_defaults_are_the_roles():
+    from ansible_collections.nimstack.multinode.plugins.module_utils.nim_plan import SETTING_DEFAULTS
+    defaults = {}
+    for _role, _entry, name, option in _spec_options():
+        defaults.setdefault(name, option.get('default'))
+    for name, follows, default, _kind, _when in input_checks.LISTENERS:
+        if name in SETTING_DEFAULTS:
+            assert SETTING_DEFAULTS[name] == default, name
+        elif follows:
+            assert defaults[name] == '{{ %s | default(%d) }}' % (follows, default), name
+        else:
+            assert defaults[name] == default, name

@@ -236,3 +236,15 @@ def test_a_kubernetes_setting_the_controller_alone_sees_is_named():
     # Seen alike by the controller and every node (group_vars/all, -e): nothing to say.
     assert check_controller_settings(['a'], {'a': {'nim_k8s_kubeconfig': '/etc/kube'}}, controller,
                                      plan_settings=('nim_k8s_namespace',)) == []
+
+
+def test_a_misspelt_setting_is_warned_of_with_the_nearest_name():
+    from ansible_collections.nimstack.multinode.plugins.module_utils.inventory_checks import unknown_settings
+    known = {'nim_api_port', 'monitoring_dcgm_exporter_tag'}
+    warnings = unknown_settings({'gpu-1': ['nim_api_prot', 'ansible_host', 'common_problems'],
+                                 'gpu-2': ['nim_api_prot', 'nim_totally_new', 'nim_api_port']}, known,
+                                {'gpu-1': 'llama', 'gpu-2': 'llama'})
+    assert warnings == [
+        "group 'llama' (hosts gpu-1, gpu-2): nim_api_prot is not a setting of the collection, so nothing reads it "
+        '(did you mean nim_api_port?)',
+        'host gpu-2: nim_totally_new is not a setting of the collection, so nothing reads it']
