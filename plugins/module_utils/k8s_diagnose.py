@@ -310,6 +310,11 @@ def diagnose(workloads, pods, claims, storage_classes, nodes, events, now, start
     hopeless = [p for p in (_claim_problem(c, storage_classes, look, now, claim_grace) for c in sorted(claims, key=_name)) if p]
     hopeless += [p for p in (_pod_problem(pod, nodes, look, now, started, pull_grace, resource)
                              for pod in sorted(pods, key=_name)) if p]
+    failed = [w for w in workloads if w['kind'] == 'NIMCache'
+              and ((w.get('resources') or [{}])[0].get('status') or {}).get('state') == 'Failed']
+    if failed:
+        hopeless.insert(0, 'NIMCache %s/%s failed (its caching Job gave up): %s'
+                        % (failed[0]['namespace'], failed[0]['name'], problem))
     if hopeless:
         scheduler = [m for m in (_scheduler_message(p, look) for p in pods if not (p.get('spec') or {}).get('nodeName')) if m]
         reason = '; '.join(hopeless)

@@ -20,6 +20,13 @@ def _condition(obj, kind):
     return None
 
 
+def _messages(obj):
+    """': ' and the messages of the object's true conditions, or ''."""
+    found = [c.get('message') for c in (obj.get('status') or {}).get('conditions') or []
+             if c.get('status') == 'True' and c.get('message')]
+    return ': ' + '; '.join(found) if found else ''
+
+
 def rollout_problem(resources):
     """'' when the one object in ``resources`` (a k8s_info result list) has rolled out, else why not."""
     if not resources:
@@ -30,6 +37,11 @@ def rollout_problem(resources):
     status = obj.get('status') or {}
     if meta.get('deletionTimestamp'):
         return 'it is being deleted'
+    if kind == 'NIMCache':
+        # Its caching Job fills the model store; the operator reports the outcome as the state.
+        if status.get('state') == 'Ready':
+            return ''
+        return 'it is not Ready (state %s)%s' % (status.get('state') or 'not reported yet', _messages(obj))
     if kind == 'NIMService':
         # The NIM Operator drives the rollout itself and reports it as the Ready condition and state.
         if _condition(obj, 'Ready') == 'True' and status.get('state', 'Ready') == 'Ready':

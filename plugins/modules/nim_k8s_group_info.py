@@ -12,16 +12,19 @@ short_description: Say whether a NIM group on Kubernetes is ready, what it waits
 version_added: 0.1.0
 description:
   - Reads, in one call with one API client, the workload of a deployment group (its LeaderWorkerSet,
-    or its NIMService and the LeaderWorkerSet the NIM Operator made of it), the group's pods, its
+    or its NIMService and the LeaderWorkerSet the NIM Operator made of it, or the NIMCache that
+    downloads its model and the pods of its caching Job), the group's pods, its
     PersistentVolumeClaims (O(claims) and those its pods mount), the events of the namespace, and
     the cluster's storage classes while a claim is not bound and its nodes while a pod is not placed.
   - Returns RV(state) V(ready) when the workload has rolled out (every replica on the current
-    template and ready, as filter C(rollout_problem) judges it), V(waiting) while it has not, and
+    template and ready, as filter C(rollout_problem) judges it; a NIMCache whose state is V(Ready)),
+    V(waiting) while it has not, and
     V(hopeless) when waiting cannot help (the rules are in C(plugins/module_utils/k8s_diagnose.py)), that is
     a claim naming a storage class the cluster lacks, or none with no default class; a claim whose
     provisioning or binding still fails after O(claim_grace) seconds; a pod whose node selector or
     node affinity no node matches, or whose GPU request no node's allocatable holds; an image that
-    cannot be pulled for O(pull_grace) seconds, or never can (C(InvalidImageName)).
+    cannot be pulled for O(pull_grace) seconds, or never can (C(InvalidImageName)); a NIMCache whose
+    state is V(Failed).
   - RV(summary) names what it waits on, that is each pod's phase, readiness, node, restarts and waiting
     reason, each claim's phase and class, and the last events of the scheduler, the kubelet and the
     volume controllers for them. Used with C(until), each look is one retry.
@@ -33,7 +36,7 @@ options:
   kind:
     description: The group's workload.
     type: str
-    choices: [LeaderWorkerSet, NIMService]
+    choices: [LeaderWorkerSet, NIMService, NIMCache]
     default: LeaderWorkerSet
   name:
     description: Name of the workload.
@@ -50,7 +53,9 @@ options:
     type: str
     default: ""
   claims:
-    description: PersistentVolumeClaims of the group besides those its pods mount (the pods may not exist yet).
+    description:
+      - PersistentVolumeClaims of the group besides those its pods mount (the pods may not exist yet).
+      - Empty with O(kind=NIMCache) means the claim the NIM Operator makes for it, C(<name>-pvc).
     type: list
     elements: str
     default: []
@@ -134,7 +139,12 @@ from ansible_collections.kubernetes.core.plugins.module_utils.k8s.service import
 from ansible_collections.nimstack.multinode.plugins.module_utils.k8s_capacity import LWS_NAME_LABEL
 from ansible_collections.nimstack.multinode.plugins.module_utils.k8s_diagnose import CLAIM_GRACE, PULL_GRACE, diagnose
 
-_WORKLOAD_API = {'LeaderWorkerSet': 'leaderworkerset.x-k8s.io/v1', 'NIMService': 'apps.nvidia.com/v1alpha1'}
+_WORKLOAD_API = {'LeaderWorkerSet': 'leaderworkerset.x-k8s.io/v1', 'NIMService': 'apps.nvidia.com/v1alpha1',
+                 'NIMCache': 'apps.nvidia.com/v1alpha1'}
+# The NIM Operator runs a NIMCache's download as the Job <name>-job into the claim <name>-pvc
+# (internal/controller/nimcache_controller.go, internal/shared/pvc.go, v3.1.2); the Job controller
+# labels its pods job-name=<job>.
+_JOB_NAME_LABEL = 'job-name'
 
 
 def read_group(service, params):
@@ -147,8 +157,12 @@ def read_group(service, params):
     workloads = [{'kind': kind, 'namespace': namespace, 'name': name,
                   'resources': service.find(kind, _WORKLOAD_API[kind], name=name, namespace=namespace)['resources']}
                  for kind, name in names]
-    pods = service.find('Pod', 'v1', namespace=namespace, label_selectors=['%s=%s' % (LWS_NAME_LABEL, lws_name)])['resources']
-    mounted = set(params['claims'])
+    if params['kind'] == 'NIMCache':
+        selector = '%s=%s-job' % (_JOB_NAME_LABEL, params['name'])
+    else:
+        selector = '%s=%s' % (LWS_NAME_LABEL, lws_name)
+    pods = service.find('Pod', 'v1', namespace=namespace, label_selectors=[selector])['resources']
+    mounted = set(params['claims'] or (['%s-pvc' % params['name']] if params['kind'] == 'NIMCache' else []))
     for pod in pods:
         for volume in (pod.get('spec') or {}).get('volumes') or []:
             mounted.add((volume.get('persistentVolumeClaim') or {}).get('claimName'))

@@ -309,3 +309,36 @@ def test_the_pods_condition_speaks_for_the_scheduler_once_its_events_have_expire
     assert result['state'] == 'hopeless'
     # The role's message puts its own full stop after the reason.
     assert result['reason'].endswith('; the scheduler: ' + UNBOUND.rstrip('.'))
+
+
+def nimcache(state=None, conditions=()):
+    obj = {'apiVersion': 'apps.nvidia.com/v1alpha1', 'kind': 'NIMCache',
+           'metadata': {'name': 'nim-alpha-cache', 'namespace': NS, 'generation': 1}, 'status': {}}
+    if state:
+        obj['status'] = {'state': state, 'conditions': list(conditions)}
+    return [{'kind': 'NIMCache', 'namespace': NS, 'name': 'nim-alpha-cache', 'resources': [obj]}]
+
+
+def test_a_nimcache_is_ready_by_its_state_and_waited_on_while_its_job_runs():
+    assert diagnose(nimcache('Ready'), [], [], [], [], [], T0)['state'] == 'ready'
+    result = diagnose(nimcache('InProgress'), [pod('nim-alpha-cache-job-x', 'gpu-a1', 'Running')], [claim(phase='Bound')],
+                      [], [], [], T0 + 60, started=T0)
+    assert result['state'] == 'waiting'
+    assert result['summary'][0] == 'NIMCache nim/nim-alpha-cache: it is not Ready (state InProgress)'
+    assert diagnose(nimcache(), [], [], [], [], [], T0)['reason'] == 'it is not Ready (state not reported yet)'
+
+
+def test_a_nimcache_whose_claim_names_a_missing_class_stops_the_wait_naming_class_and_scheduler():
+    result = diagnose(nimcache('PVC-Created'), [pod('nim-alpha-cache-job-x')], [claim('fast-rwx')], [storage_class()],
+                      NODES, [scheduler_event('nim-alpha-cache-job-x', UNBOUND)], T0 + 15, started=T0)
+    assert result['state'] == 'hopeless' and result['waiting_on'] == 'NIMCache nim/nim-alpha-cache'
+    assert 'names storage class fast-rwx, which the cluster does not have' in result['reason']
+    assert 'the scheduler: 0/5 nodes are available' in result['reason']
+
+
+def test_a_failed_nimcache_is_hopeless_with_its_conditions():
+    failed = nimcache('Failed', [{'type': 'NIM_CACHE_JOB_FAILED', 'status': 'True', 'message': 'the caching job failed'}])
+    result = diagnose(failed, [], [], [], [], [], T0 + 5, started=T0)
+    assert result['state'] == 'hopeless'
+    assert result['reason'] == ('NIMCache nim/nim-alpha-cache failed (its caching Job gave up): it is not Ready '
+                                '(state Failed): the caching job failed')

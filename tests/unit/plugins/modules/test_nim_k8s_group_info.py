@@ -72,3 +72,16 @@ def test_the_cluster_wide_lists_are_not_read_once_everything_is_bound_and_placed
                            obj('PersistentVolumeClaim', 'nim-alpha-model-store', status={'phase': 'Bound'})])
     read_group(service, {'kind': 'LeaderWorkerSet', 'name': 'nim-alpha', 'namespace': 'nim', 'lws_name': '', 'claims': []})
     assert not {'StorageClass', 'Node'} & set(c[0] for c in service.calls)
+
+
+def test_a_nimcache_its_caching_jobs_pods_and_the_operators_claim_are_read():
+    job_pod = obj('Pod', 'nim-alpha-cache-job-x7k2p', status={'phase': 'Pending'})
+    job_pod['metadata']['labels'] = {'job-name': 'nim-alpha-cache-job'}
+    service = FakeService([obj('NIMCache', 'nim-alpha-cache', status={'state': 'PVC-Created'}), job_pod,
+                           obj('PersistentVolumeClaim', 'nim-alpha-cache-pvc'), obj('PersistentVolumeClaim', 'other-pvc')])
+    workloads, pods, claims = read_group(service, {
+        'kind': 'NIMCache', 'name': 'nim-alpha-cache', 'namespace': 'nim', 'lws_name': '', 'claims': []})[:3]
+    assert [(w['kind'], w['name'], len(w['resources'])) for w in workloads] == [('NIMCache', 'nim-alpha-cache', 1)]
+    assert [p['metadata']['name'] for p in pods] == ['nim-alpha-cache-job-x7k2p']
+    assert [c['metadata']['name'] for c in claims] == ['nim-alpha-cache-pvc']
+    assert ('Pod', None, 'nim', ('job-name=nim-alpha-cache-job',)) in service.calls
