@@ -52,7 +52,10 @@ def _wanted_mode(value):
         return None
     if isinstance(value, int):
         return '%04o' % value
-    return '%04o' % int(str(value), 8)
+    try:
+        return '%04o' % int(str(value), 8)
+    except ValueError:
+        raise DriftError('mode %r is not an octal mode such as 0644 (a symbolic mode cannot be compared)' % (value,))
 
 
 def _refused(path, pattern):
@@ -104,8 +107,9 @@ def path_drift(entry, owner_name, group_name):
         if found['state'] != nim_ownership.OURS:
             reasons.append('%s: not marked as role %s\'s' % (path, entry['marker_owner']))
         if entry.get('prune_except') is not None:
-            remove, foreign = nim_ownership.stale_children(path, entry['marker_owner'], entry['prune_except'])
-            reasons.extend('%s/%s: left behind' % (path, name) for name in remove + foreign)
+            remove = nim_ownership.stale_children(path, entry['marker_owner'], entry['prune_except'])[0]
+            # Only what the apply task prunes: it leaves a directory that is not the role's (it warns).
+            reasons.extend('%s/%s: left behind' % (path, name) for name in remove)
     if entry.get('owner') is not None and not _same(entry['owner'], info.st_uid, owner_name):
         reasons.append('%s: owner %s, wanted %s' % (path, owner_name(info.st_uid), entry['owner']))
     if entry.get('group') is not None and not _same(entry['group'], info.st_gid, group_name):

@@ -99,7 +99,8 @@ def main():
     for path in module.params['paths']:
         try:
             mode = os.lstat(path).st_mode
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
+            # A path below a file is as missing as one below nothing.
             missing.append(path)
             continue
         except OSError as exc:
