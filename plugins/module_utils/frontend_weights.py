@@ -27,6 +27,17 @@ numbers keep moving) and the static weight (an idle leader gets no more than the
 gives it). A leader whose metrics cannot be read, or lack the gauges, returns to its static
 weight: the health checks, not the weights, decide whether it serves.
 
+Two states take a leader out (weight 0: HAProxy sends it no new request, the running ones go on)
+before its group's supervisor re-forms it, since HAProxy's readiness check cannot see them:
+
+- **stalled**: requests run and ``generation_tokens_total`` has not moved for ``stall_s`` seconds,
+  as in a group whose collective hangs while every process runs and /v1/health/ready says 200. It
+  stays out until tokens move again or nothing runs (the re-formed group's counters start again).
+- **failing**: ``FAIL_RUN`` completions failed in a row (``request_failure_total`` grew and
+  ``request_success_total`` did not), as in a group that answers ready and fails every completion.
+  It stays out ``stall_s`` seconds, then gets traffic again as a trial; the next failures take it
+  out again.
+
 Standard library only and no Ansible imports: the service runs with the host's python3 and the
 unit tests use this directly.
 """
@@ -39,13 +50,16 @@ import re
 
 # The weight each leader has in haproxy.cfg (HAProxy's range is 0..256): room to go down.
 STATIC_WEIGHT = 100
-DEFAULTS = {'wait_s': 2.0, 'min_weight': 10, 'kv_threshold': 0.9, 'window_s': 10.0}
+DEFAULTS = {'wait_s': 2.0, 'min_weight': 10, 'kv_threshold': 0.9, 'window_s': 10.0, 'stall_s': 15.0}
+# Completions failed in a row that take a leader out.
+FAIL_RUN = 3
 # The expected wait given to a queue at a leader that completed nothing in the window.
 STALLED_WAIT_S = 3600.0
 
 _SAMPLE = re.compile(r'^([A-Za-z_:][A-Za-z0-9_:]*)(\{[^}]*\})?\s+(\S+)(\s+-?\d+)?\s*\Z')
 GAUGES = ('num_requests_waiting', 'num_requests_running', 'gpu_cache_usage_perc')
 COUNTERS = ('request_success_total', 'request_failure_total')
+GENERATED = 'generation_tokens_total'
 
 
 def parse_metrics(text):
@@ -78,7 +92,9 @@ def load_of(values):
     return {'waiting': max(0.0, values['num_requests_waiting']),
             'running': max(0.0, values['num_requests_running']),
             'kv': min(1.0, max(0.0, values['gpu_cache_usage_perc'])),
-            'completed': sum(values.get(name, 0.0) for name in COUNTERS)}
+            'completed': sum(values.get(name, 0.0) for name in COUNTERS),
+            'succeeded': values.get(COUNTERS[0], 0.0), 'failed': values.get(COUNTERS[1], 0.0),
+            'generated': values.get(GENERATED)}
 
 
 def weight(waiting, rate, kv, static=STATIC_WEIGHT, wait_s=DEFAULTS['wait_s'], min_weight=DEFAULTS['min_weight'],
@@ -109,6 +125,7 @@ class LeaderWeight(object):
         self.settings.update((k, v) for k, v in settings.items() if v is not None)
         self.history = []
         self.last = None
+        self.health = _Health()
 
     def rate(self):
         """Requests completed a second over the window; None until it spans a reading apart."""
@@ -123,7 +140,8 @@ class LeaderWeight(object):
         service's log and the benchmark's series."""
         if load is None:
             self.history = []
-            self.last = {'weight': self.static, 'waiting': None, 'kv': None, 'rate': None, 'stale': True}
+            self.health = _Health()
+            self.last = {'weight': self.static, 'waiting': None, 'kv': None, 'rate': None, 'stale': True, 'out': ''}
             return self.static
         if self.history and (load['completed'] < self.history[-1][1] or now <= self.history[-1][0]):
             # A restarted leader (its counters began again) or a clock that did not move.
@@ -134,8 +152,64 @@ class LeaderWeight(object):
         rate = self.rate()
         value = weight(load['waiting'], rate, load['kv'], self.static, self.settings['wait_s'],
                        self.settings['min_weight'], self.settings['kv_threshold'])
-        self.last = {'weight': value, 'waiting': load['waiting'], 'kv': load['kv'], 'rate': rate, 'stale': False}
+        out = self.health.observe(now, load, self.settings['stall_s'])
+        if out:
+            value = 0
+        self.last = {'weight': value, 'waiting': load['waiting'], 'kv': load['kv'], 'rate': rate, 'stale': False,
+                     'out': out}
         return value
+
+
+class _Health(object):
+    """Whether a leader is stalled or failing (the module's docstring), from its readings."""
+
+    def __init__(self):
+        self.previous = None
+        self.progress_at = None
+        self.fail_run = 0
+        self.out_until = None
+
+    def observe(self, now, load, stall_s):
+        """Why the leader is out now ('' when it is not)."""
+        load = dict(load, succeeded=load.get('succeeded') or 0.0, failed=load.get('failed') or 0.0,
+                    generated=load.get('generated'))
+        previous, self.previous = self.previous, load
+        if not stall_s or stall_s <= 0:
+            return ''
+        restarted = previous is not None and (
+            load['succeeded'] < previous['succeeded'] or load['failed'] < previous['failed']
+            or (load['generated'] or 0) < (previous['generated'] or 0))
+        if previous is None or restarted:
+            # The first reading, or a restarted leader (its counters began again).
+            self.progress_at, self.fail_run, self.out_until = now, 0, None
+            return ''
+        if load['running'] <= 0 or load['generated'] is None or load['generated'] > (previous['generated'] or 0):
+            self.progress_at = now
+        if load['succeeded'] > previous['succeeded']:
+            self.fail_run, self.out_until = 0, None
+        else:
+            self.fail_run += int(load['failed'] - previous['failed'])
+        if self.out_until is not None and now >= self.out_until:
+            # A trial after stall_s out: traffic again; FAIL_RUN more failures take it out again.
+            self.fail_run, self.out_until = 0, None
+        elif self.out_until is None and self.fail_run >= FAIL_RUN:
+            self.out_until = now + stall_s
+        if self.out_until is not None:
+            return '%d completions failed in a row' % self.fail_run
+        if now - self.progress_at >= stall_s:
+            return '%d request(s) running and no token generated for %d s' % (load['running'], now - self.progress_at)
+        return ''
+
+
+def keep_one_in(weights, min_weight=DEFAULTS['min_weight']):
+    """The weights ({(backend, server): weight}) with no pool emptied: where every leader of a backend
+    is out (weight 0), each gets min_weight instead, since HAProxy would answer 503 to every request
+    of a pool without a server, and a stalled or failing leader may still answer some."""
+    backends = {}
+    for (backend, _server), value in weights.items():
+        backends.setdefault(backend, []).append(value)
+    return dict((key, min_weight if value == 0 and not any(backends[key[0]]) else value)
+                for key, value in weights.items())
 
 
 def runtime_command(backend, server, value):

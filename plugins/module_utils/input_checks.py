@@ -893,6 +893,7 @@ RULES = {
     # 1 would leave no room between the threshold and a full cache.
     'nim_frontend_load_kv_threshold': _number_check(0, 0.99),
     'nim_frontend_program_dir': _path('owned'),
+    'nim_frontend_stall_s': _int_check(0, 3600),
     # docker
     'docker_install_source': _choice(('auto', 'docker', 'distribution')),
     # What a role does with a component the collection did not install (plugins/module_utils/host_components.py)

@@ -68,17 +68,20 @@ class Service(object):
         self.servers = fw.servers_of(config.get('pools'))
         self.leaders = dict(((s['backend'], s['server']), fw.LeaderWeight(
             fw.STATIC_WEIGHT, wait_s=settings.get('wait_s'), min_weight=settings.get('min_weight'),
-            kv_threshold=settings.get('kv_threshold'))) for s in self.servers)
+            kv_threshold=settings.get('kv_threshold'), stall_s=settings.get('stall_s'))) for s in self.servers)
+        self.min_weight = int(settings.get('min_weight') or fw.DEFAULTS['min_weight'])
+        self.out = {}
         self.stale = set()
         self.clock = time.monotonic
         self.last_error = None
 
     def tick(self):
-        commands = []
+        weights = {}
         for server in self.servers:
             key = (server['backend'], server['server'])
             load = read_load(server['metrics_url'], min(self.interval, 5.0))
-            value = self.leaders[key].observe(self.clock(), load)
+            leader = self.leaders[key]
+            value = leader.observe(self.clock(), load)
             if load is None and key not in self.stale:
                 log('%s/%s: its metrics at %s cannot be read; back to its static weight %d' % (
                     key[0], key[1], server['metrics_url'], value), 4)
@@ -86,8 +89,17 @@ class Service(object):
                 self.stale.add(key)
             else:
                 self.stale.discard(key)
-            commands.append(fw.runtime_command(key[0], key[1], value))
-        self.apply(commands)
+            out = leader.last['out']
+            if bool(out) != bool(self.out.get(key)):
+                log('%s/%s: %s' % (key[0], key[1], 'out, no new request sent to it: ' + out if out
+                                   else 'serving again, back in'), 4 if out else 6)
+            self.out[key] = out
+            weights[key] = value
+        kept = fw.keep_one_in(weights, self.min_weight)
+        for key in sorted(k for k in kept if kept[k] != weights[k]):
+            log('%s/%s: out (%s), but kept at weight %d: no other leader of its pool is in' % (
+                key[0], key[1], self.out[key], kept[key]), 4)
+        self.apply([fw.runtime_command(key[0], key[1], kept[key]) for key in sorted(kept)])
 
     def apply(self, commands):
         try:

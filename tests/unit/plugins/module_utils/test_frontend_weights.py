@@ -38,7 +38,8 @@ def test_parse_sums_samples_and_skips_comments_and_junk():
     assert values['num_requests_waiting'] == 5
     assert values['num_requests_running'] == 8
     assert values['up'] == 1
-    assert fw.load_of(values) == {'waiting': 5, 'running': 8, 'kv': 0.25, 'completed': 42}
+    assert fw.load_of(values) == {'waiting': 5, 'running': 8, 'kv': 0.25, 'completed': 42, 'succeeded': 41, 'failed': 1,
+                                  'generated': None}
 
 
 def test_metrics_without_the_nim_gauges_give_no_load():
@@ -79,7 +80,7 @@ def test_a_leader_s_rate_comes_from_its_completions_over_the_window():
     leader = fw.LeaderWeight(window_s=10)
     assert leader.observe(0.0, load(4, 100)) == 100   # no rate yet
     assert leader.observe(1.0, load(4, 102)) == 50    # 2/s, 4 waiting: 2 s
-    assert leader.last == {'weight': 50, 'waiting': 4, 'kv': 0.1, 'rate': 2.0, 'stale': False}
+    assert leader.last == {'weight': 50, 'waiting': 4, 'kv': 0.1, 'rate': 2.0, 'stale': False, 'out': ''}
     for t in range(2, 30):
         leader.observe(float(t), load(4, 100 + 2 * t))
     assert leader.rate() == 2.0
@@ -225,3 +226,58 @@ def test_the_service_sets_weights_and_restores_them(leaders):
     assert runtime.lines[1].endswith('set server model_meta_m/group_c weight 100\n')
     assert runtime.lines[2].count('weight 100') == 3
     assert service.stale == {('model_meta_m', 'group_c')}
+
+
+def reading(running=1, generated=0.0, ok=0.0, failed=0.0, waiting=0):
+    return {'waiting': waiting, 'running': running, 'kv': 0.1, 'completed': ok + failed, 'succeeded': ok,
+            'failed': failed, 'generated': generated}
+
+
+def test_a_leader_whose_tokens_stop_while_requests_run_is_taken_out_after_stall_s_and_back_when_they_move():
+    leader = fw.LeaderWeight(stall_s=15)
+    generated = 0.0
+    for t in range(10):
+        generated += 20
+        assert leader.observe(float(t), reading(generated=generated)) > 0
+    # Hung: one request runs, no token comes out.
+    for t in range(10, 24):
+        assert leader.observe(float(t), reading(generated=generated)) > 0, t
+    assert leader.observe(24.0, reading(generated=generated)) == 0
+    assert leader.last['out'] == '1 request(s) running and no token generated for 15 s'
+    assert leader.observe(40.0, reading(generated=generated)) == 0
+    # The re-formed group: its counters start again; it is back.
+    assert leader.observe(41.0, reading(running=0, generated=0.0)) == 100
+    assert leader.last['out'] == ''
+
+
+def test_an_idle_leader_or_one_without_the_token_counter_is_never_stalled():
+    idle, blind = fw.LeaderWeight(stall_s=5), fw.LeaderWeight(stall_s=5)
+    for t in range(60):
+        assert idle.observe(float(t), reading(running=0, generated=100.0)) == 100
+        assert blind.observe(float(t), reading(running=2, generated=None)) > 0
+
+
+def test_a_leader_whose_completions_fail_in_a_row_is_out_for_stall_s_then_tried_again():
+    leader = fw.LeaderWeight(stall_s=10)
+    assert leader.observe(0.0, reading(running=0, ok=5)) > 0
+    assert leader.observe(1.0, reading(running=0, ok=5, failed=2)) > 0
+    assert leader.observe(2.0, reading(running=0, ok=5, failed=3)) == 0
+    assert leader.last['out'] == '3 completions failed in a row'
+    assert leader.observe(11.0, reading(running=0, ok=5, failed=3)) == 0
+    # The trial: traffic again; one success keeps it in, three more failures take it out.
+    assert leader.observe(12.0, reading(running=0, ok=5, failed=3)) > 0
+    assert leader.observe(13.0, reading(running=0, ok=5, failed=5)) > 0
+    assert leader.observe(14.0, reading(running=0, ok=6, failed=5)) > 0
+    assert leader.observe(15.0, reading(running=0, ok=6, failed=8)) == 0
+
+
+def test_stall_s_zero_never_takes_a_leader_out():
+    leader = fw.LeaderWeight(stall_s=0)
+    for t in range(100):
+        assert leader.observe(float(t), reading(generated=5.0, failed=float(t))) > 0
+
+
+def test_a_pool_is_never_emptied():
+    weights = {('llama', 'alpha'): 0, ('llama', 'beta'): 80, ('mistral', 'gamma'): 0, ('mistral', 'delta'): 0}
+    assert fw.keep_one_in(weights, 10) == {('llama', 'alpha'): 0, ('llama', 'beta'): 80,
+                                           ('mistral', 'gamma'): 10, ('mistral', 'delta'): 10}
