@@ -22,6 +22,12 @@ CACHE_VISIBLE_TIMEOUT = 30.0
 # How long loading a slice of the weights takes on every rank (NIM_STANDIN_LOAD_S, default 0): a
 # real multi-node NIM spends minutes there, which is what group-level timing tests need to see.
 LOAD_S = max(0.0, float(os.environ.get('NIM_STANDIN_LOAD_S') or 0))
+# A fault to test against: a rank that finds this file (`docker exec nim-g touch /tmp/nim-standin-hang`)
+# hangs the group at its next completion, as a collective stuck after an NCCL or network fault with
+# the watchdog off (or longer than anyone waits) does: no process exits, /v1/health/ready stays 200,
+# and every completion from then on waits for ever. The file is taken (removed) when it fires, so a
+# restart of the group serves again.
+HANG_FILE = os.environ.get('NIM_STANDIN_HANG_FILE') or '/tmp/nim-standin-hang'
 
 
 def _env_int(name, default):
@@ -117,6 +123,15 @@ def load_slice():
             time.sleep(1)
 
 
+def take_hang(path=None):
+    """Whether this rank hangs the group now: its hang file was there (and is now removed)."""
+    try:
+        os.remove(path or HANG_FILE)
+    except OSError:
+        return False
+    return True
+
+
 def work(op, payload):
     """One rank's part of a group operation; every transport runs this on every rank.
 
@@ -129,6 +144,10 @@ def work(op, payload):
         _LOADED['mine'] = load_slice()
         return _LOADED['mine']
     if op == 'complete':
+        if take_hang():
+            log('%s found: this rank hangs the group from this completion on' % HANG_FILE, 'ERROR')
+            return {'rank': IDENTITY['rank'], 'host': IDENTITY['host'], 'partial': 0,
+                    'hang': 'rank %d on %s hangs (%s)' % (IDENTITY['rank'], IDENTITY['host'], HANG_FILE)}
         mine = _LOADED.get('mine')
         if mine is None or mine.get('error'):
             # Ray may run this in a fresh worker process: load the slice there first.

@@ -60,6 +60,9 @@ class State(object):
         self.load_seconds = None
         # (operation, deadline) of the group operation in progress, for the watchdog.
         self.op = None
+        # Why the group hangs (a rank's hang file, node.HANG_FILE): every completion then waits for
+        # ever and nothing ends the group.
+        self.hung = None
         self.requests = queue.Queue()
 
 
@@ -185,7 +188,10 @@ class Handler(BaseHTTPRequestHandler):
         when it was answered in full."""
         job = Job({'prompt': prompt, 'max_tokens': body.get('max_tokens')})
         STATE.requests.put(job)
-        if not job.done.wait(COLLECTIVE_TIMEOUT + HEARTBEAT + WATCHDOG_GRACE_S + 5):
+        while not job.done.wait(COLLECTIVE_TIMEOUT + HEARTBEAT + WATCHDOG_GRACE_S + 5):
+            if STATE.hung:
+                # A hung group: the request waits as long as its client does.
+                continue
             # The main thread is stuck and even the watchdog did not end the group: answer, then
             # end it from here.
             STATE.broken = 'a group operation did not complete within %.0f s' % COLLECTIVE_TIMEOUT
@@ -355,6 +361,14 @@ def start_up(group):
                    'served_name': os.environ.get('NIM_SERVED_MODEL_NAME') or loaded[0]['name']}
 
 
+def hang(why):
+    """Rank 0's main thread stops for ever, outside any group operation: the watchdog has nothing
+    to end, the workers wait for the next operation, ready stays 200 and no completion returns."""
+    STATE.hung = '; '.join(why)
+    log('the group hangs: %s; no process exits, ready stays 200, completions wait for ever' % STATE.hung, 'ERROR')
+    threading.Event().wait()
+
+
 def lead(group):
     """Rank 0's main thread: every group operation runs here, one at a time."""
     threading.Thread(target=watchdog, args=(group,), name='watchdog', daemon=True).start()
@@ -378,6 +392,9 @@ def lead(group):
                 run(group, 'heartbeat')
                 continue
             parts = run(group, 'complete', job.payload)
+            hung = [p['hang'] for p in parts if p.get('hang')]
+            if hung:
+                hang(hung)
             failed = [p for p in parts if p.get('error')]
             if failed:
                 raise GroupBroken('; '.join('rank %d on %s failed: %s' % (p['rank'], p['host'], p['error'])

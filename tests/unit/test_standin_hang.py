@@ -1,0 +1,101 @@
+"""The lab stand-in's hang (tests/lab/standin: node.HANG_FILE): a group that runs but does not
+serve, with no process exiting and the operation watchdog silent."""
+
+import json
+import os
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from http.server import ThreadingHTTPServer
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'lab', 'standin'))
+import node  # noqa: E402  pylint: disable=wrong-import-position,import-error
+import server  # noqa: E402  pylint: disable=wrong-import-position,import-error
+
+
+def test_a_rank_that_finds_the_hang_file_hangs_once_and_takes_the_file(tmp_path, monkeypatch):
+    hang = tmp_path / 'hang'
+    monkeypatch.setattr(node, 'HANG_FILE', str(hang))
+    monkeypatch.setitem(node._LOADED, 'mine', {'partial': 7, 'error': None})
+    assert 'hang' not in node.work('complete', {'prompt': 'a b'})
+    hang.write_text('')
+    part = node.safe_work('complete', {'prompt': 'a b'})
+    assert part['hang'].startswith('rank ') and str(hang) in part['hang']
+    assert not hang.exists()
+    # Taken: a re-formed group serves again.
+    assert 'hang' not in node.work('complete', {'prompt': 'a b'})
+
+
+class HangingGroup(object):
+    """A group of two whose worker hangs the first completion; records any abort."""
+    contract = 'test'
+    size = 2
+    rank = 0
+
+    def __init__(self):
+        self.aborted = []
+        self.beats = 0
+
+    def call(self, op, payload, timeout):
+        return [{'rank': 0, 'host': 'h1', 'partial': 1},
+                {'rank': 1, 'host': 'h2', 'partial': 0, 'hang': 'rank 1 on h2 hangs (/tmp/nim-standin-hang)'}]
+
+    def heartbeat(self):
+        self.beats += 1
+
+    def abort(self, reason, code=1):
+        self.aborted.append(reason)
+        threading.Event().wait()
+
+
+def _get(url, timeout=3):
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return response.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def test_a_hung_group_stays_ready_answers_no_completion_and_nothing_ends_it(monkeypatch):
+    group = HangingGroup()
+    # Not restored: the hung threads of this test stay hung on this state until the process ends.
+    server.STATE = server.State()
+    monkeypatch.setattr(server, 'HEARTBEAT', 0.2)
+    server.STATE.group = group
+
+    def start_up(_group):
+        server.STATE.model = {'name': 'm', 'served_name': 'm', 'created': 0}
+        server.STATE.ranks = ['h1', 'h2']
+
+    monkeypatch.setattr(server, 'start_up', start_up)
+    http = ThreadingHTTPServer(('127.0.0.1', 0), server.Handler)
+    http.daemon_threads = True
+    threading.Thread(target=http.serve_forever, daemon=True).start()
+    threading.Thread(target=server.lead, args=(group,), daemon=True).start()
+    base = 'http://127.0.0.1:%d' % http.server_address[1]
+    try:
+        deadline = time.monotonic() + 10
+        while _get(base + '/v1/health/ready') != 200:
+            assert time.monotonic() < deadline, 'never ready'
+            time.sleep(0.1)
+        request = urllib.request.Request(base + '/v1/chat/completions', method='POST',
+                                         data=json.dumps({'model': 'm', 'max_tokens': 1,
+                                                          'messages': [{'role': 'user', 'content': 'hi'}]}).encode())
+        with pytest.raises(OSError):
+            urllib.request.urlopen(request, timeout=3)
+        assert server.STATE.hung == 'rank 1 on h2 hangs (/tmp/nim-standin-hang)'
+        beats = group.beats
+        # Past the watchdog's tick and several heartbeat periods: still ready, nothing aborted, no
+        # heartbeat either (rank 0's main thread is stuck, as in a real hang).
+        time.sleep(2.5)
+        assert _get(base + '/v1/health/ready') == 200
+        assert group.aborted == [] and group.beats == beats
+        metrics = urllib.request.urlopen(base + '/v1/metrics', timeout=3).read().decode()
+        assert 'num_requests_running{model_name="m"} 1' in metrics
+        assert 'generation_tokens_total{model_name="m"} 0' in metrics
+    finally:
+        http.shutdown()
