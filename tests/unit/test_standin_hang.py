@@ -1,5 +1,6 @@
 """The lab stand-in's hang (tests/lab/standin: node.HANG_FILE): a group that runs but does not
-serve, with no process exiting and the operation watchdog silent."""
+serve, with no process exiting and the operation watchdog silent; and a stream that stalls
+(server.STALL_FILE)."""
 
 import json
 import os
@@ -14,6 +15,7 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'lab', 'standin'))
 import node  # noqa: E402  pylint: disable=wrong-import-position,import-error
+import serving  # noqa: E402  pylint: disable=wrong-import-position,import-error
 import server  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
 
@@ -30,41 +32,36 @@ def test_a_rank_that_finds_the_hang_file_hangs_once_and_takes_the_file(tmp_path,
     assert 'hang' not in node.work('complete', {'prompt': 'a b'})
 
 
-class HangingGroup(object):
-    """A group of two whose worker hangs the first completion; records any abort."""
+class FakeGroup(object):
+    """A group of two, its worker hanging every completion when hangs; records any abort."""
     contract = 'test'
     size = 2
     rank = 0
 
-    def __init__(self):
+    def __init__(self, hangs):
+        self.hangs = hangs
         self.aborted = []
         self.beats = 0
 
     def call(self, op, payload, timeout):
-        return [{'rank': 0, 'host': 'h1', 'partial': 1},
-                {'rank': 1, 'host': 'h2', 'partial': 0, 'hang': 'rank 1 on h2 hangs (/tmp/nim-standin-hang)'}]
+        worker = {'rank': 1, 'host': 'h2', 'partial': 0}
+        if self.hangs:
+            worker['hang'] = 'rank 1 on h2 hangs (/tmp/nim-standin-hang)'
+        return [{'rank': 0, 'host': 'h1', 'partial': 1}, worker]
 
     def heartbeat(self):
         self.beats += 1
 
     def abort(self, reason, code=1):
         self.aborted.append(reason)
-        threading.Event().wait()
 
 
-def _get(url, timeout=3):
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
-            return response.status
-    except urllib.error.HTTPError as exc:
-        return exc.code
-
-
-def test_a_hung_group_stays_ready_answers_no_completion_and_nothing_ends_it(monkeypatch):
-    group = HangingGroup()
-    # Not restored: the hung threads of this test stay hung on this state until the process ends.
+def serve(group, monkeypatch):
+    """Rank 0 of group, ready, on a port of its own: its base URL and the HTTP server."""
+    # Not restored: the hung threads of a test stay hung on their state until the process ends.
     server.STATE = server.State()
     monkeypatch.setattr(server, 'HEARTBEAT', 0.2)
+    monkeypatch.setattr(server, 'SERVING', serving.Serving())
     server.STATE.group = group
 
     def start_up(_group):
@@ -77,16 +74,32 @@ def test_a_hung_group_stays_ready_answers_no_completion_and_nothing_ends_it(monk
     threading.Thread(target=http.serve_forever, daemon=True).start()
     threading.Thread(target=server.lead, args=(group,), daemon=True).start()
     base = 'http://127.0.0.1:%d' % http.server_address[1]
+    deadline = time.monotonic() + 10
+    while _get(base + '/v1/health/ready') != 200:
+        assert time.monotonic() < deadline, 'never ready'
+        time.sleep(0.1)
+    return base, http
+
+
+def _completion(base, **extra):
+    body = dict({'model': 'm', 'max_tokens': 1, 'messages': [{'role': 'user', 'content': 'hi'}]}, **extra)
+    return urllib.request.Request(base + '/v1/chat/completions', method='POST', data=json.dumps(body).encode())
+
+
+def _get(url, timeout=3):
     try:
-        deadline = time.monotonic() + 10
-        while _get(base + '/v1/health/ready') != 200:
-            assert time.monotonic() < deadline, 'never ready'
-            time.sleep(0.1)
-        request = urllib.request.Request(base + '/v1/chat/completions', method='POST',
-                                         data=json.dumps({'model': 'm', 'max_tokens': 1,
-                                                          'messages': [{'role': 'user', 'content': 'hi'}]}).encode())
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return response.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def test_a_hung_group_stays_ready_answers_no_completion_and_nothing_ends_it(monkeypatch):
+    group = FakeGroup(hangs=True)
+    base, http = serve(group, monkeypatch)
+    try:
         with pytest.raises(OSError):
-            urllib.request.urlopen(request, timeout=3)
+            urllib.request.urlopen(_completion(base), timeout=3)
         assert server.STATE.hung == 'rank 1 on h2 hangs (/tmp/nim-standin-hang)'
         beats = group.beats
         # Past the watchdog's tick and several heartbeat periods: still ready, nothing aborted, no
@@ -97,5 +110,30 @@ def test_a_hung_group_stays_ready_answers_no_completion_and_nothing_ends_it(monk
         metrics = urllib.request.urlopen(base + '/v1/metrics', timeout=3).read().decode()
         assert 'num_requests_running{model_name="m"} 1' in metrics
         assert 'generation_tokens_total{model_name="m"} 0' in metrics
+    finally:
+        http.shutdown()
+
+
+def test_a_stream_that_finds_the_stall_file_stops_after_its_first_token(tmp_path, monkeypatch):
+    stall = tmp_path / 'stall'
+    monkeypatch.setattr(server, 'STALL_FILE', str(stall))
+    group = FakeGroup(hangs=False)
+    base, http = serve(group, monkeypatch)
+    try:
+        stall.write_text('')
+        response = urllib.request.urlopen(_completion(base, stream=True, max_tokens=5), timeout=3)
+        first = b''
+        while b'"content": "nimstack"' not in first:
+            first += response.read1(4096)
+        with pytest.raises(OSError):
+            response.read1(4096)
+        assert not stall.exists()
+        metrics = urllib.request.urlopen(base + '/v1/metrics', timeout=3).read().decode()
+        assert 'num_requests_running{model_name="m"} 1' in metrics
+        assert 'generation_tokens_total{model_name="m"} 1' in metrics
+        # The rest of the group serves on; the file was taken.
+        with urllib.request.urlopen(_completion(base), timeout=5) as answer:
+            assert answer.status == 200
+        assert group.aborted == [] and server.STATE.hung is None
     finally:
         http.shutdown()

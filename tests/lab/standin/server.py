@@ -45,6 +45,9 @@ QUEUE_TIMEOUT_S = 300
 # A fault to test against: every completion answers 500 while /v1/health/ready stays 200 (a
 # release that loads but cannot answer, which only a smoke test catches).
 FAIL_COMPLETIONS = (os.environ.get('NIM_STANDIN_FAIL_COMPLETIONS') or '').lower() in ('1', 'true', 'yes')
+# A fault to test against on rank 0: a streamed answer that finds this file (then removed) stops after
+# its first token and holds its slot and connection for ever, the rest of the group serving on.
+STALL_FILE = os.environ.get('NIM_STANDIN_STALL_FILE') or '/tmp/nim-standin-stall'
 # How far past its own bound a group operation may run before the watchdog ends the group.
 WATCHDOG_GRACE_S = 10
 
@@ -228,6 +231,9 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
             if is_token(chunk):
                 request.token()
+                if node.take_hang(STALL_FILE):
+                    log('%s found: this stream stalls here for as long as its client waits' % STALL_FILE, 'ERROR')
+                    threading.Event().wait()
                 time.sleep(SERVING.token_interval)
         self.wfile.write(b'0\r\n\r\n')
         self.wfile.flush()
