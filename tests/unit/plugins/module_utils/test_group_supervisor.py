@@ -504,7 +504,8 @@ def test_a_leader_that_runs_but_never_serves_is_restarted_then_failed_over_budge
     nim = ThreadingHTTPServer(('127.0.0.1', 0), Nim)
     threading.Thread(target=nim.serve_forever, daemon=True).start()
     fake = tmp_path / 'docker'
-    fake.write_text('#!/bin/sh\necho "$1" >>%s\necho \'%s\'\n' % (tmp_path / 'docker.log', json.dumps([inspect(cid='h1')])))
+    fake.write_text('#!/bin/sh\necho "$1" >>%s\necho \'%s\'\n'
+                    % (tmp_path / 'docker.log', json.dumps([inspect(cid='h1')])))
     fake.chmod(0o755)
     (tmp_path / 'secret').write_text('s3cret\n')
     with socket.socket() as sock:
@@ -524,7 +525,8 @@ def test_a_leader_that_runs_but_never_serves_is_restarted_then_failed_over_budge
         deadline = time.time() + 40
         while time.time() < deadline and state.get('state') != 'failed':
             time.sleep(0.3)
-            state = gs.load_json((tmp_path / 'state.json').read_text(), {}) if (tmp_path / 'state.json').exists() else {}
+            if (tmp_path / 'state.json').exists():
+                state = gs.load_json((tmp_path / 'state.json').read_text(), {})
     finally:
         proc.send_signal(signal.SIGTERM)
         out = proc.communicate(timeout=20)[0].decode('utf-8', 'replace')
