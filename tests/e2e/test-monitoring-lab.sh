@@ -277,13 +277,32 @@ done
 restarts_before=$(restarts) journal_from=$(on "$g_leader" journalctl -u "nimstack-supervisor@$group" --no-pager -o cat | wc -l)
 leader_started=$(started "$g_leader") worker_started=$(started "$g_worker")
 t0=$(now)
-# The worker's hang file, owned by the rank's user (the rank removes it when it fires). Through the
-# container's /proc/PID/root when runc cannot enter a container nested in a lab host (setns fails).
-# shellcheck disable=SC2016  # the lab host's sh expands it
-on "$g_worker" docker exec "nim-$group" touch /tmp/nim-standin-hang 2>/dev/null \
-  || on "$g_worker" sh -c 'pid=$(docker inspect -f "{{.State.Pid}}" "$1") && f=/proc/$pid/root/tmp/nim-standin-hang &&
-                           touch "$f" && chown "$(stat -c %u:%g "/proc/$pid")" "$f"' sh "nim-$group" \
-  || fail "cannot write the hang file into the worker's container"
+# The worker's hang file. runc cannot enter a container nested in a lab host (docker exec fails in
+# setns), so the lab host writes it through /proc/PID/root of one of the container's processes, as
+# that process's user: root there lacks CAP_SYS_PTRACE to reach the rank's uid 1000, sshd makes
+# itself undumpable, a rank's python does not. The rank removes the file when it fires.
+pids=$(on "$g_worker" docker top "nim-$group" -o pid | tail -n +2)
+# shellcheck disable=SC2086  # one argument per pid
+docker exec -i "$g_worker" python3 - $pids <<'EOF' || fail "cannot write the hang file into the worker's container"
+import os
+import sys
+for pid in sys.argv[1:]:
+    owner = os.stat('/proc/%s' % pid)
+    child = os.fork()
+    if child == 0:
+        try:
+            os.setgroups([])
+            os.setgid(owner.st_gid)
+            os.setuid(owner.st_uid)
+            open('/proc/%s/root/tmp/nim-standin-hang' % pid, 'a').close()
+        except OSError:
+            os._exit(1)
+        os._exit(0)
+    if os.waitpid(child, 0)[1] == 0:
+        print('   hang file written through /proc/%s/root as uid %d' % (pid, owner.st_uid))
+        sys.exit(0)
+sys.exit('no process of the container let its own uid through /proc/PID/root')
+EOF
 # The supervisor's next probe (or this completion) hangs the group.
 ! answers 5 || fail "a completion came back after the worker's hang file was set"
 probe_ready "$g_leader" || fail "/v1/health/ready does not answer 200 while the group hangs"
