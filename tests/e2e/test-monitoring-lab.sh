@@ -20,8 +20,8 @@
 #      monitoring_alert_thresholds' not_serving_for), Alertmanager has it (/api/v2/alerts), the
 #      supervisor heals the group without Ansible, past the dead run's hold, and the alert resolves
 #      in both; the times kill -> firing -> received -> resolved are printed as a JSON line;
-#   7. a hang without an exit: the worker's stand-in hangs the group at its next completion
-#      (tests/lab/standin: /tmp/nim-standin-hang), every process keeps running and ready stays 200;
+#   7. a hang without an exit: a completion marked for it makes the worker's stand-in hang the
+#      group (tests/lab/standin: node.HANG_MARK), every process keeps running and ready stays 200;
 #      the leader's serving check (nim_group_serving_timeout, 20 s here) re-forms the group without
 #      Ansible, as one restart of its budget, and it serves again; the times are printed as JSON;
 #   8. playbooks/teardown.yml removes what the role made (its directory, drop-ins, the
@@ -277,38 +277,26 @@ done
 restarts_before=$(restarts) journal_from=$(on "$g_leader" journalctl -u "nimstack-supervisor@$group" --no-pager -o cat | wc -l)
 leader_started=$(started "$g_leader") worker_started=$(started "$g_worker")
 t0=$(now)
-# The worker's hang file. runc cannot enter a container nested in a lab host (docker exec fails in
-# setns), so the lab host writes it through /proc/PID/root of one of the container's processes, as
-# that process's user: root there lacks CAP_SYS_PTRACE to reach the rank's uid 1000, sshd makes
-# itself undumpable, a rank's python does not. The rank removes the file when it fires.
-pids=$(on "$g_worker" docker top "nim-$group" -o pid | tail -n +2)
-# shellcheck disable=SC2086  # one argument per pid
-docker exec -i "$g_worker" python3 - $pids <<'EOF' || fail "cannot write the hang file into the worker's container"
-import os
-import sys
-for pid in sys.argv[1:]:
-    owner = os.stat('/proc/%s' % pid)
-    child = os.fork()
-    if child == 0:
-        try:
-            os.setgroups([])
-            os.setgid(owner.st_gid)
-            os.setuid(owner.st_uid)
-            open('/proc/%s/root/tmp/nim-standin-hang' % pid, 'a').close()
-        except OSError:
-            os._exit(1)
-        os._exit(0)
-    if os.waitpid(child, 0)[1] == 0:
-        print('   hang file written through /proc/%s/root as uid %d' % (pid, owner.st_uid))
-        sys.exit(0)
-sys.exit('no process of the container let its own uid through /proc/PID/root')
+# A completion whose prompt holds the stand-in's hang mark makes the worker hang the group
+# (tests/lab/standin: node.HANG_MARK); it never comes back, nor does any completion after it.
+docker exec -i "$g_leader" python3 - <<'EOF' && fail "the completion that hangs the group came back"
+import json
+import urllib.request
+api = 'http://127.0.0.1:8000/v1/'
+model = json.load(urllib.request.urlopen(api + 'models', timeout=5))['data'][0]['id']
+body = {'model': model, 'max_tokens': 4, 'messages': [{'role': 'user', 'content': 'nimstack-standin: hang the group'}]}
+request = urllib.request.Request(api + 'chat/completions', data=json.dumps(body).encode(), method='POST',
+                                 headers={'Content-Type': 'application/json'})
+try:
+    urllib.request.urlopen(request, timeout=5).read()
+except OSError as exc:
+    raise SystemExit('no answer within 5 s (%s)' % exc)
 EOF
-# The supervisor's next probe (or this completion) hangs the group.
-! answers 5 || fail "a completion came back after the worker's hang file was set"
+! answers 5 || fail "a completion came back after the group was hung"
 probe_ready "$g_leader" || fail "/v1/health/ready does not answer 200 while the group hangs"
 [[ $(started "$g_leader") == "$leader_started" && $(started "$g_worker") == "$worker_started" ]] \
   || fail "a rank restarted at the hang: the test needs one that does not exit"
-echo "   hung $(since "$t0") s after the hang file: ready 200, no completion, both ranks still running"
+echo "   hung $(since "$t0") s after the marked completion: ready 200, no completion, both ranks still running"
 detected='' served='' t_end=$((SECONDS + 150))
 while [[ -z $served ]]; do
   ((SECONDS < t_end)) || fail "within 150 s of the hang: re-formed=${detected:-never}, serving=${served:-never}"

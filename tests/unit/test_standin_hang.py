@@ -1,6 +1,6 @@
-"""The lab stand-in's hang (tests/lab/standin: node.HANG_FILE): a group that runs but does not
-serve, with no process exiting and the operation watchdog silent; and a stream that stalls
-(server.STALL_FILE)."""
+"""The lab stand-in's hang (tests/lab/standin: node.HANG_MARK in a prompt): a group that runs but
+does not serve, with no process exiting and the operation watchdog silent; and a stream that
+stalls (server.STALL_MARK)."""
 
 import json
 import os
@@ -19,17 +19,16 @@ import serving  # noqa: E402  pylint: disable=wrong-import-position,import-error
 import server  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
 
-def test_a_rank_that_finds_the_hang_file_hangs_once_and_takes_the_file(tmp_path, monkeypatch):
-    hang = tmp_path / 'hang'
-    monkeypatch.setattr(node, 'HANG_FILE', str(hang))
+def test_a_worker_rank_hangs_at_a_completion_whose_prompt_holds_the_mark(monkeypatch):
     monkeypatch.setitem(node._LOADED, 'mine', {'partial': 7, 'error': None})
+    monkeypatch.setitem(node.IDENTITY, 'rank', 1)
+    monkeypatch.setitem(node.IDENTITY, 'host', 'h2')
     assert 'hang' not in node.work('complete', {'prompt': 'a b'})
-    hang.write_text('')
-    part = node.safe_work('complete', {'prompt': 'a b'})
-    assert part['hang'].startswith('rank ') and str(hang) in part['hang']
-    assert not hang.exists()
-    # Taken: a re-formed group serves again.
-    assert 'hang' not in node.work('complete', {'prompt': 'a b'})
+    part = node.safe_work('complete', {'prompt': 'please %s now' % node.HANG_MARK})
+    assert part['hang'].startswith('rank 1 on h2 hangs')
+    # Rank 0 never hangs by itself: it is the one that waits on the others.
+    monkeypatch.setitem(node.IDENTITY, 'rank', 0)
+    assert 'hang' not in node.work('complete', {'prompt': node.HANG_MARK})
 
 
 class FakeGroup(object):
@@ -46,7 +45,7 @@ class FakeGroup(object):
     def call(self, op, payload, timeout):
         worker = {'rank': 1, 'host': 'h2', 'partial': 0}
         if self.hangs:
-            worker['hang'] = 'rank 1 on h2 hangs (/tmp/nim-standin-hang)'
+            worker['hang'] = 'rank 1 on h2 hangs (%r)' % node.HANG_MARK
         return [{'rank': 0, 'host': 'h1', 'partial': 1}, worker]
 
     def heartbeat(self):
@@ -100,7 +99,7 @@ def test_a_hung_group_stays_ready_answers_no_completion_and_nothing_ends_it(monk
     try:
         with pytest.raises(OSError):
             urllib.request.urlopen(_completion(base), timeout=3)
-        assert server.STATE.hung == 'rank 1 on h2 hangs (/tmp/nim-standin-hang)'
+        assert server.STATE.hung == 'rank 1 on h2 hangs (%r)' % node.HANG_MARK
         beats = group.beats
         # Past the watchdog's tick and several heartbeat periods: still ready, nothing aborted, no
         # heartbeat either (rank 0's main thread is stuck, as in a real hang).
@@ -114,24 +113,21 @@ def test_a_hung_group_stays_ready_answers_no_completion_and_nothing_ends_it(monk
         http.shutdown()
 
 
-def test_a_stream_that_finds_the_stall_file_stops_after_its_first_token(tmp_path, monkeypatch):
-    stall = tmp_path / 'stall'
-    monkeypatch.setattr(server, 'STALL_FILE', str(stall))
+def test_a_stream_whose_prompt_holds_the_stall_mark_stops_after_its_first_token(monkeypatch):
     group = FakeGroup(hangs=False)
     base, http = serve(group, monkeypatch)
     try:
-        stall.write_text('')
-        response = urllib.request.urlopen(_completion(base, stream=True, max_tokens=5), timeout=3)
+        stalled = _completion(base, stream=True, max_tokens=5, messages=[{'role': 'user', 'content': server.STALL_MARK}])
+        response = urllib.request.urlopen(stalled, timeout=3)
         first = b''
         while b'"content": "nimstack"' not in first:
             first += response.read1(4096)
         with pytest.raises(OSError):
             response.read1(4096)
-        assert not stall.exists()
         metrics = urllib.request.urlopen(base + '/v1/metrics', timeout=3).read().decode()
         assert 'num_requests_running{model_name="m"} 1' in metrics
         assert 'generation_tokens_total{model_name="m"} 1' in metrics
-        # The rest of the group serves on; the file was taken.
+        # The rest of the group serves on.
         with urllib.request.urlopen(_completion(base), timeout=5) as answer:
             assert answer.status == 200
         assert group.aborted == [] and server.STATE.hung is None

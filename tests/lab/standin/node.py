@@ -22,12 +22,12 @@ CACHE_VISIBLE_TIMEOUT = 30.0
 # How long loading a slice of the weights takes on every rank (NIM_STANDIN_LOAD_S, default 0): a
 # real multi-node NIM spends minutes there, which is what group-level timing tests need to see.
 LOAD_S = max(0.0, float(os.environ.get('NIM_STANDIN_LOAD_S') or 0))
-# A fault to test against: a rank that finds this file (`docker exec nim-g touch /tmp/nim-standin-hang`)
-# hangs the group at its next completion, as a collective stuck after an NCCL or network fault with
-# the watchdog off (or longer than anyone waits) does: no process exits, /v1/health/ready stays 200,
-# and every completion from then on waits for ever. The file is taken (removed) when it fires, so a
-# restart of the group serves again.
-HANG_FILE = os.environ.get('NIM_STANDIN_HANG_FILE') or '/tmp/nim-standin-hang'
+# A fault to test against: a completion whose prompt holds this mark makes every worker rank hang
+# the group, as a collective stuck after an NCCL or network fault with the watchdog off (or longer
+# than anyone waits) does: no process exits, /v1/health/ready stays 200, and every completion from
+# then on waits for ever. Only a restart of the group ends it; the restarted group serves. A client
+# sends it (the lab test, through the leader's API): nothing needs to enter a rank's container.
+HANG_MARK = 'nimstack-standin: hang the group'
 
 
 def _env_int(name, default):
@@ -123,13 +123,9 @@ def load_slice():
             time.sleep(1)
 
 
-def take_hang(path=None):
-    """Whether this rank hangs the group now: its hang file was there (and is now removed)."""
-    try:
-        os.remove(path or HANG_FILE)
-    except OSError:
-        return False
-    return True
+def hangs(payload):
+    """Whether this rank hangs the group at this completion: a worker rank, and the mark in its prompt."""
+    return IDENTITY.get('rank', 0) != 0 and HANG_MARK in str((payload or {}).get('prompt') or '')
 
 
 def work(op, payload):
@@ -144,10 +140,10 @@ def work(op, payload):
         _LOADED['mine'] = load_slice()
         return _LOADED['mine']
     if op == 'complete':
-        if take_hang():
-            log('%s found: this rank hangs the group from this completion on' % HANG_FILE, 'ERROR')
+        if hangs(payload):
+            log('the prompt holds %r: this rank hangs the group from this completion on' % HANG_MARK, 'ERROR')
             return {'rank': IDENTITY['rank'], 'host': IDENTITY['host'], 'partial': 0,
-                    'hang': 'rank %d on %s hangs (%s)' % (IDENTITY['rank'], IDENTITY['host'], HANG_FILE)}
+                    'hang': 'rank %d on %s hangs (%r)' % (IDENTITY['rank'], IDENTITY['host'], HANG_MARK)}
         mine = _LOADED.get('mine')
         if mine is None or mine.get('error'):
             # Ray may run this in a fresh worker process: load the slice there first.

@@ -45,9 +45,9 @@ QUEUE_TIMEOUT_S = 300
 # A fault to test against: every completion answers 500 while /v1/health/ready stays 200 (a
 # release that loads but cannot answer, which only a smoke test catches).
 FAIL_COMPLETIONS = (os.environ.get('NIM_STANDIN_FAIL_COMPLETIONS') or '').lower() in ('1', 'true', 'yes')
-# A fault to test against on rank 0: a streamed answer that finds this file (then removed) stops after
-# its first token and holds its slot and connection for ever, the rest of the group serving on.
-STALL_FILE = os.environ.get('NIM_STANDIN_STALL_FILE') or '/tmp/nim-standin-stall'
+# A fault to test against on rank 0: a streamed answer whose prompt holds this mark stops after its
+# first token and holds its slot and connection for ever, the rest of the group serving on.
+STALL_MARK = 'nimstack-standin: stall this stream'
 # How far past its own bound a group operation may run before the watchdog ends the group.
 WATCHDOG_GRACE_S = 10
 
@@ -63,7 +63,7 @@ class State(object):
         self.load_seconds = None
         # (operation, deadline) of the group operation in progress, for the watchdog.
         self.op = None
-        # Why the group hangs (a rank's hang file, node.HANG_FILE): every completion then waits for
+        # Why the group hangs (a worker's hang, node.HANG_MARK): every completion then waits for
         # ever and nothing ends the group.
         self.hung = None
         self.requests = queue.Queue()
@@ -207,7 +207,8 @@ class Handler(BaseHTTPRequestHandler):
             return False
         whole = answer(path, job.payload, job.result)
         if body.get('stream') is True:
-            self.send_stream(path, whole, bool((body.get('stream_options') or {}).get('include_usage')), request)
+            self.send_stream(path, whole, bool((body.get('stream_options') or {}).get('include_usage')), request,
+                             STALL_MARK in prompt)
         else:
             # Generated token by token at the slot's rate, sent whole.
             for _token in range(whole['usage']['completion_tokens']):
@@ -216,10 +217,10 @@ class Handler(BaseHTTPRequestHandler):
             send_json(self, 200, whole)
         return True
 
-    def send_stream(self, path, whole, include_usage, request):
+    def send_stream(self, path, whole, include_usage, request, stall=False):
         """The answer as server-sent events, one chunk per word (a token, sent as it is generated,
         at the slot's rate), then `data: [DONE]`: the OpenAI streaming format (chat.completion.chunk
-        / text_completion), sent chunked, unbuffered."""
+        / text_completion), sent chunked, unbuffered. stall: stop after the first token, for ever."""
         self.send_response(200)
         self.send_header('Content-Type', 'text/event-stream')
         self.send_header('Cache-Control', 'no-cache')
@@ -231,8 +232,9 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
             if is_token(chunk):
                 request.token()
-                if node.take_hang(STALL_FILE):
-                    log('%s found: this stream stalls here for as long as its client waits' % STALL_FILE, 'ERROR')
+                if stall:
+                    log('the prompt holds %r: this stream stalls here for as long as its client waits' % STALL_MARK,
+                        'ERROR')
                     threading.Event().wait()
                 time.sleep(SERVING.token_interval)
         self.wfile.write(b'0\r\n\r\n')
