@@ -4,7 +4,8 @@
 """The decisions of the bare-metal group supervisor (roles/nim_docker/files/nimstack_supervisor.py),
 as pure functions: what one rank's container looks like, whether the group must restart as a
 whole, whether the restart budget allows it, in which order a restart runs, and how the members'
-supervisors authenticate each other, and whether a run's maintenance hold still holds.
+supervisors authenticate each other, whether a run's maintenance hold still holds, and whether a
+group that runs also serves.
 
 One supervisor runs on every member of a Docker group (nimstack-supervisor@<group>.service). The
 leader's decides; the others report their rank and carry out the leader's orders. Nothing here
@@ -260,6 +261,101 @@ def _decide(hosts, reports, baseline, held):
     return {'action': 'restart', 'state': HEALING, 'problems': problems, 'cause': cause}
 
 
+# The serving check (the leader's supervisor only). Containers that run are not a group that
+# serves: a collective that hangs after an NCCL or network fault, a rank stuck on a GPU error or a
+# leader that answers /v1/health/ready and fails every completion leave every process running. So
+# the leader also probes its own API on the host: when no request runs, one short completion
+# (max_tokens 1, SERVING_DEADLINE seconds); while requests run, the NIM's own counter of generated
+# tokens (/v1/metrics) must advance between two probes. A group that fails every probe for the
+# serving timeout (nim_group_serving_timeout) is re-formed like a group whose rank died.
+SERVING_OK = 'ok'
+SERVING_SUSPECT = 'suspect'
+SERVING_NOT = 'not serving'
+# Seconds between two probes, and the deadline of the idle probe's completion.
+SERVING_EVERY = 5
+SERVING_DEADLINE = 5
+# The series of a NIM for LLMs' /v1/metrics the check reads (vLLM's names, NIM 1.x).
+_RUNNING = 'num_requests_running'
+_GENERATED = 'generation_tokens_total'
+
+
+def serving_metrics(text):
+    """(running, generated) of a NIM's /v1/metrics text: the requests running now and the tokens
+    generated so far, each summed over its series; None when either series is absent or the text
+    is not Prometheus' (a NIM of a release without them: the probe then sends a completion)."""
+    sums = {}
+    for line in (text or '').splitlines():
+        if not line or line.startswith('#'):
+            continue
+        name = line.split('{', 1)[0].split(' ', 1)[0]
+        if name not in (_RUNNING, _GENERATED):
+            continue
+        try:
+            value = float(line.rsplit(' ', 1)[1])
+        except (IndexError, ValueError):
+            return None
+        if not math.isfinite(value):
+            return None
+        sums[name] = sums.get(name, 0.0) + value
+    if _RUNNING not in sums or _GENERATED not in sums:
+        return None
+    return sums[_RUNNING], sums[_GENERATED]
+
+
+def serving_sample(metrics, last_generated):
+    """One look at the leader while the check is armed: (what, ok, why).
+
+    metrics: serving_metrics() now (None: unreadable); last_generated: the tokens generated at the
+    previous look (None: no earlier look). what is 'idle' when no request runs or the metrics are
+    unreadable: the caller sends the probe's completion and judges by its answer (ok and why are
+    None). It is 'busy' when requests run: ok when tokens were generated since the last look, False
+    when none was, None (no verdict) without an earlier look or after the counter went back (the
+    NIM restarted)."""
+    if metrics is None or metrics[0] <= 0:
+        return 'idle', None, None
+    running, generated = metrics
+    if last_generated is None or generated < last_generated:
+        return 'busy', None, None
+    if generated > last_generated:
+        return 'busy', True, ''
+    return 'busy', False, '%d request(s) running and no token generated since the last probe' % running
+
+
+def serving_track(track, now, ok, why, timeout):
+    """The check's verdict over time: (track, verdict, cause).
+
+    track: what the last call returned ({} at first); ok: the probe's result now (True, False, or
+    None for no verdict, which changes nothing); why: what failed. verdict is SERVING_OK while the
+    last verdict was a success, SERVING_SUSPECT while the probes fail for less than timeout seconds
+    in a row, SERVING_NOT once they failed for timeout seconds without one success; cause then says
+    what failed and for how long."""
+    track = dict(track or {})
+    if ok is None:
+        since = track.get('failing_since')
+    elif ok:
+        return {'failing_since': None, 'why': '', 'ok_at': now}, SERVING_OK, ''
+    else:
+        since = track.get('failing_since') or now
+        track.update(failing_since=since, why=why or 'the probe failed')
+    if since is None:
+        return track, SERVING_OK, ''
+    failing = now - since
+    if failing >= timeout:
+        return track, SERVING_NOT, ('the group runs but does not serve: %s (every probe failed for %d s, '
+                                    'nim_group_serving_timeout=%d)' % (track['why'], failing, timeout))
+    return track, SERVING_SUSPECT, track['why']
+
+
+def serving_armed(armed, action, ready):
+    """Whether the serving check probes: only while the group is formed and its baseline known
+    (decide() said 'ok': no live hold, every rank runs as it formed), and once the leader answered
+    /v1/health/ready since then. So it never fires while the model loads or a run holds the group;
+    any other decision disarms it, and a re-formed group loads again before it is probed."""
+    if action != 'ok':
+        return False
+    return bool(armed or ready)
+
+
 def check_started(hosts, started, reports, snapshot):
     """While a restart runs: whether the ranks started so far still run.
 
@@ -371,12 +467,13 @@ def verify(secret, timestamp, method, path, body, signature, now):
     return True, ''
 
 
-def state_record(state, cause, role, leader, history, now, problems=None, ignored=None):
+def state_record(state, cause, role, leader, history, now, problems=None, ignored=None, serving=None):
     """The state file's content (JSON): what status.yml reads. ignored: the stale holds the
-    leader's last decision ignored."""
+    leader's last decision ignored; serving: the serving check's verdict and what failed
+    ({'verdict', 'cause'}; {} on a member)."""
     return {'state': state, 'cause': cause or '', 'role': role, 'leader': leader,
             'restarts': list(history), 'problems': dict(problems or {}), 'ignored_holds': list(ignored or []),
-            'updated': int(now)}
+            'serving': dict(serving or {}), 'updated': int(now)}
 
 
 # Node exporter's textfile collector reads *.prom files from this directory (Debian's
@@ -391,6 +488,9 @@ _METRICS_HELP = (
     ('nimstack_group_restarts', 'Restarts of the whole group inside the supervisor\'s budget window.'),
     ('nimstack_group_restart_budget', 'The most restarts of the whole group the supervisor makes within its '
                                       'budget window (nim_group_max_restarts).'),
+    ('nimstack_group_serving', 'The serving check of the group\'s leader: 1 when its last verdict was a success '
+                               'or it does not probe now (the model loads, a hold, the check off), 0 while its '
+                               'probes fail.'),
 )
 
 
@@ -403,16 +503,18 @@ def _label(value):
     return str(value).replace('\\', '\\\\').replace('\n', '\\n').replace('"', '\\"')
 
 
-def metrics_text(group, state, history, now, max_restarts, window):
+def metrics_text(group, state, history, now, max_restarts, window, serving=SERVING_OK):
     """The Prometheus text of one group: nimstack_group_state{group,state} (1 for state, 0 for the
     other states), nimstack_group_restarts{group} (the restarts of history inside the last window
-    seconds) and nimstack_group_restart_budget{group} (max_restarts)."""
+    seconds), nimstack_group_restart_budget{group} (max_restarts) and nimstack_group_serving{group}
+    (0 while the serving check's verdict is not SERVING_OK)."""
     recent = budget(history, now, max_restarts, window)[1]
     group_label = 'group="%s"' % _label(group)
     values = {
         'nimstack_group_state': ['{%s,state="%s"} %d' % (group_label, s, 1 if s == state else 0) for s in STATES],
         'nimstack_group_restarts': ['{%s} %d' % (group_label, len(recent))],
         'nimstack_group_restart_budget': ['{%s} %d' % (group_label, int(max_restarts))],
+        'nimstack_group_serving': ['{%s} %d' % (group_label, 1 if serving == SERVING_OK else 0)],
     }
     lines = []
     for name, text in _METRICS_HELP:
@@ -443,7 +545,7 @@ def config_problems(config):
         problems.append('self %s is not a member' % config['self'])
     if config['leader'] not in hosts:
         problems.append('leader %s is not a member' % config['leader'])
-    for key, low in (('max_restarts', 0), ('window', 1), ('interval', 1), ('hold_lease', 1)):
+    for key, low in (('max_restarts', 0), ('window', 1), ('interval', 1), ('hold_lease', 1), ('serving_timeout', 0)):
         if key in config and (isinstance(config[key], bool) or not isinstance(config[key], int) or config[key] < low):
             problems.append('%s must be a whole number of at least %d' % (key, low))
     return problems

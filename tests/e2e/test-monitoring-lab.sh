@@ -20,7 +20,11 @@
 #      monitoring_alert_thresholds' not_serving_for), Alertmanager has it (/api/v2/alerts), the
 #      supervisor heals the group without Ansible, past the dead run's hold, and the alert resolves
 #      in both; the times kill -> firing -> received -> resolved are printed as a JSON line;
-#   7. playbooks/teardown.yml removes what the role made (its directory, drop-ins, the
+#   7. a hang without an exit: a completion marked for it makes the worker's stand-in hang the
+#      group (tests/lab/standin: node.HANG_MARK), every process keeps running and ready stays 200;
+#      the leader's serving check (nim_group_serving_timeout, 20 s here) re-forms the group without
+#      Ansible, as one restart of its budget, and it serves again; the times are printed as JSON;
+#   8. playbooks/teardown.yml removes what the role made (its directory, drop-ins, the
 #      collection's node exporter) and leaves the distribution's packages.
 # Every wait is bounded.
 #
@@ -52,7 +56,8 @@ lab_fresh build/standin/nim-standin.tar 3
 
 # The lab's inventory puts every host in nim_nodes; host 3 moves to nim_monitoring and
 # nim_frontend (a host of no deployment group), the connection settings to all.
-lab_group_vars=("nim_group_supervisor: true")
+serving_timeout=20
+lab_group_vars=("nim_group_supervisor: true" "nim_group_serving_timeout: $serving_timeout")
 python3 - "$inventory" "$NIMSTACK_LAB_DIR/monitoring-hosts.yml" "$mon_host" <<'EOF'
 import sys
 import yaml
@@ -257,6 +262,58 @@ grep -q "$g_worker: hold by run $run_id of controller .* expired at .*, ignored"
 on "$g_worker" test -f "$hold" || fail "the interrupted run's hold went before the heal: the heal proves nothing about it"
 printf '{"test": "monitoring_alert", "alert": "NIMGroupNotServing", "for": "10s", "scrape_interval": "5s", "kill_to_firing_s": %s, "kill_to_received_s": %s, "kill_to_serving_s": %s, "kill_to_resolved_s": %s, "kill_to_am_resolved_s": %s}\n' \
   "$firing" "$received" "${served:-null}" "$resolved" "$am_resolved"
+
+step "a hang without an exit: the serving check re-forms the group within nim_group_serving_timeout ($serving_timeout s)"
+state_file=/etc/nimstack/nim/$group/supervisor-state.json
+restarts() { on "$g_leader" python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["restarts"]))' "$state_file"; }
+started() { on "$1" docker inspect -f '{{.State.StartedAt}}' "nim-$group"; }
+# One completion from the leader's host within $1 s: the role's smoke test.
+answers() { docker exec -i "$g_leader" python3 - 127.0.0.1 8000 'Say hi' 8 "$1" <roles/nim_docker/files/nim_smoke.py >/dev/null 2>&1; }
+t_end=$((SECONDS + 60))
+until on "$g_leader" grep -q '"state": "formed"' "$state_file" && answers 10; do
+  ((SECONDS < t_end)) || fail "the group does not serve 60 s after the heal"
+  sleep 2
+done
+restarts_before=$(restarts) journal_from=$(on "$g_leader" journalctl -u "nimstack-supervisor@$group" --no-pager -o cat | wc -l)
+leader_started=$(started "$g_leader") worker_started=$(started "$g_worker")
+t0=$(now)
+# A completion whose prompt holds the stand-in's hang mark makes the worker hang the group
+# (tests/lab/standin: node.HANG_MARK); it never comes back, nor does any completion after it.
+docker exec -i "$g_leader" python3 - <<'EOF' && fail "the completion that hangs the group came back"
+import json
+import urllib.request
+api = 'http://127.0.0.1:8000/v1/'
+model = json.load(urllib.request.urlopen(api + 'models', timeout=5))['data'][0]['id']
+body = {'model': model, 'max_tokens': 4, 'messages': [{'role': 'user', 'content': 'nimstack-standin: hang the group'}]}
+request = urllib.request.Request(api + 'chat/completions', data=json.dumps(body).encode(), method='POST',
+                                 headers={'Content-Type': 'application/json'})
+try:
+    urllib.request.urlopen(request, timeout=5).read()
+except OSError as exc:
+    raise SystemExit('no answer within 5 s (%s)' % exc)
+EOF
+! answers 5 || fail "a completion came back after the group was hung"
+probe_ready "$g_leader" || fail "/v1/health/ready does not answer 200 while the group hangs"
+[[ $(started "$g_leader") == "$leader_started" && $(started "$g_worker") == "$worker_started" ]] \
+  || fail "a rank restarted at the hang: the test needs one that does not exit"
+echo "   hung $(since "$t0") s after the marked completion: ready 200, no completion, both ranks still running"
+detected='' served='' t_end=$((SECONDS + 150))
+while [[ -z $served ]]; do
+  ((SECONDS < t_end)) || fail "within 150 s of the hang: re-formed=${detected:-never}, serving=${served:-never}"
+  journal=$(on "$g_leader" journalctl -u "nimstack-supervisor@$group" --no-pager -o cat | tail -n +"$((journal_from + 1))")
+  if [[ -z $detected ]] && grep -q "restarting the whole group .*the group runs but does not serve" <<<"$journal"; then
+    detected=$(since "$t0"); echo "   the supervisor re-forms the group $detected s after the hang"
+  fi
+  [[ -n $detected ]] && answers 10 && { served=$(since "$t0"); echo "   the group serves again $served s after the hang (no Ansible run)"; }
+  sleep 1
+done
+on "$g_leader" journalctl -u "nimstack-supervisor@$group" --no-pager -o cat | tail -n +"$((journal_from + 1))" >"$logs/journal-hang.log"
+grep "restarting the whole group" "$logs/journal-hang.log" | head -1 | sed 's/^/   /'
+restarts_after=$(restarts)
+((restarts_after == restarts_before + 1)) || fail "the hang did not count one restart against the budget ($restarts_before before, $restarts_after now)"
+[[ $(started "$g_worker") != "$worker_started" ]] || fail "the worker's rank was not restarted"
+printf '{"test": "supervisor_serving_check", "serving_timeout_s": %s, "hang_to_reformed_s": %s, "hang_to_serving_s": %s}\n' \
+  "$serving_timeout" "$detected" "$served"
 
 step "teardown.yml removes what the role made, and only that"
 PLAYBOOK=playbooks/teardown.yml play_ok "$logs/teardown.log"

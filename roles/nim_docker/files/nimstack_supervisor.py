@@ -14,7 +14,10 @@ existing containers), at most max_restarts times within window seconds; beyond t
 failed: every rank's last log is saved next to the state file and the ranks are stopped. A member
 whose peers cannot be reached does nothing on its own: it reports isolated. A live maintenance hold
 (a run re-forming the group or restarting its hosts) holds the whole group; one whose lease expired
-(the run died) is logged and ignored. The decisions are
+(the run died) is logged and ignored. The leader also checks that the group serves (a short
+completion against its own API when idle, the progress of the generated tokens in its /v1/metrics
+when busy): a group that runs but does not serve for serving_timeout seconds is restarted like
+one whose rank died, within the same budget. The decisions are
 group_supervisor.py's (the collection's plugins/module_utils/group_supervisor.py, installed
 beside this file). Standard library only. Logs go to the journal.
 """
@@ -102,6 +105,11 @@ class Supervisor(object):
         self.logs_dir = config['logs_dir']
         self.maintenance_files = config.get('maintenance_files', [])
         self.hold_lease = int(config['hold_lease'])
+        # 0: no serving check.
+        self.serving_timeout = int(config.get('serving_timeout', 0))
+        self.serving_every = float(config.get('serving_every', gs.SERVING_EVERY))
+        self.serving = {'armed': False, 'track': {}, 'verdict': gs.SERVING_OK, 'cause': '', 'at': 0.0,
+                        'generated': None, 'model': ''}
         # The leader's series for node exporter's textfile collector, where that directory exists.
         self.metrics_dir = config.get('metrics_dir', gs.METRICS_DIR)
         self.metrics_path = gs.metrics_file(self.group, self.metrics_dir) if self.is_leader and self.metrics_dir else ''
@@ -191,8 +199,9 @@ class Supervisor(object):
 
     def write_state(self):
         with self.lock:
+            serving = {'verdict': self.serving['verdict'], 'cause': self.serving['cause']} if self.is_leader else {}
             record = gs.state_record(self.state, self.cause, 'leader' if self.is_leader else 'member', self.leader,
-                                     self.history, time.time(), self.problems, self.ignored)
+                                     self.history, time.time(), self.problems, self.ignored, serving)
         key = json.dumps(dict(record, updated=0), sort_keys=True)
         # Rewritten on a change, and every minute so that status.yml sees a live supervisor.
         if self.written and self.written[0] == key and time.time() - self.written[1] < 60:
@@ -206,7 +215,7 @@ class Supervisor(object):
             return
         try:
             write_text(self.metrics_path, gs.metrics_text(self.group, record['state'], record['restarts'], time.time(),
-                                                          self.max_restarts, self.window))
+                                                          self.max_restarts, self.window, self.serving['verdict']))
         except OSError as exc:
             log('cannot write %s: %s' % (self.metrics_path, exc), 4)
 
@@ -275,13 +284,76 @@ class Supervisor(object):
             if not ok:
                 log('could not mark %s failed: %s' % (host, error), 4)
 
-    def ready(self):
-        url = 'http://127.0.0.1:%d/v1/health/ready' % int(self.config['api_port'])
+    def api(self, method, path, payload=None, timeout=3):
+        """One request to the leader's own NIM API on this host: (status, body), or (None, why)."""
+        data = None if payload is None else json.dumps(payload).encode('utf-8')
+        request = urllib.request.Request('http://127.0.0.1:%d%s' % (int(self.config['api_port']), path), data=data,
+                                         method=method, headers={'Content-Type': 'application/json'})
         try:
-            with urllib.request.urlopen(url, timeout=3) as response:
-                return response.status == 200
-        except (OSError, urllib.error.URLError):
-            return False
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                return response.status, response.read(1 << 20).decode('utf-8', 'replace')
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read(2048).decode('utf-8', 'replace')
+        except (OSError, urllib.error.URLError) as exc:
+            # A read past the deadline is a socket.timeout (an OSError), not a URLError.
+            return None, str(getattr(exc, 'reason', exc))
+
+    def ready(self):
+        return self.api('GET', '/v1/health/ready')[0] == 200
+
+    def complete_once(self):
+        """The idle probe: one completion of one token within the deadline; (ok, why)."""
+        if not self.serving['model']:
+            status, body = self.api('GET', '/v1/models')
+            models = (gs.load_json(body, {}) or {}).get('data') if status == 200 else None
+            if not models or not isinstance(models, list) or not isinstance(models[0], dict):
+                return False, 'GET /v1/models answered %s' % (status if status is not None else body)
+            self.serving['model'] = str(models[0].get('id', ''))
+        began = time.time()
+        status, body = self.api('POST', '/v1/chat/completions',
+                                {'model': self.serving['model'], 'max_tokens': 1,
+                                 'messages': [{'role': 'user', 'content': 'nimstack supervisor serving check'}]},
+                                timeout=gs.SERVING_DEADLINE)
+        if status == 200:
+            return True, ''
+        if status is None:
+            return False, 'a completion of one token did not come back within %d s (%s)' % (gs.SERVING_DEADLINE, body)
+        return False, 'a completion of one token answered %d after %.1f s: %s' % (status, time.time() - began,
+                                                                              ' '.join(body.split())[:200])
+
+    def disarm(self):
+        """Until the group formed again and the leader answered ready: no probe, and no failure kept."""
+        self.serving.update(armed=False, track={}, verdict=gs.SERVING_OK, cause='', generated=None, model='')
+
+    def check_serving(self, action):
+        """The serving check after a decision: the cause of a restart once the group has not served
+        for serving_timeout seconds, else ''."""
+        serving = self.serving
+        armed = self.serving_timeout > 0 and gs.serving_armed(
+            serving['armed'], action, action == 'ok' and not serving['armed'] and self.ready())
+        if not armed:
+            self.disarm()
+            return ''
+        if not serving['armed']:
+            serving.update(armed=True, at=0.0)
+            log('group %s: the serving check is armed (a probe every %g s; a restart after %d s without serving)'
+                % (self.group, self.serving_every, self.serving_timeout), 6)
+        now = time.time()
+        if now - serving['at'] < self.serving_every:
+            return ''
+        serving['at'] = now
+        status, text = self.api('GET', '/v1/metrics')
+        metrics = gs.serving_metrics(text) if status == 200 else None
+        what, ok, why = gs.serving_sample(metrics, serving['generated'])
+        serving['generated'] = metrics[1] if metrics else None
+        if what == 'idle':
+            ok, why = self.complete_once()
+        track, verdict, cause = gs.serving_track(serving['track'], now, ok, why, self.serving_timeout)
+        if verdict != serving['verdict']:
+            log('group %s: serving check %s%s' % (self.group, verdict, ': ' + cause if cause else ''),
+                6 if verdict == gs.SERVING_OK else 4)
+        serving.update(track=track, verdict=verdict, cause=cause)
+        return cause if verdict == gs.SERVING_NOT else ''
 
     def port_open(self, address, port):
         try:
@@ -310,6 +382,7 @@ class Supervisor(object):
         """One restart of the whole group; (ok, why it failed)."""
         began = time.time()
         self.history.append(int(began))
+        self.disarm()
         self.set_state(gs.HEALING, cause, problems)
         log('group %s: restarting the whole group (restart %d of at most %d within %d s): %s'
             % (self.group, len(gs.budget(self.history, began, 10 ** 9, self.window)[1]), self.max_restarts,
@@ -353,6 +426,9 @@ class Supervisor(object):
                 log('group %s: %s' % (self.group, ignored), 4)
         self.ignored = decision['ignored']
         action = decision['action']
+        not_serving = self.check_serving(action) if not self.pending else ''
+        if action == 'ok' and not_serving:
+            action, decision = 'restart', dict(decision, cause=not_serving, problems={self.leader: not_serving})
         if action in ('ok', 'baseline') and self.pending:
             action, decision = 'restart', dict(decision, cause=self.pending, problems={})
         elif action == 'restart' and self.pending:

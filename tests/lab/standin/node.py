@@ -22,6 +22,12 @@ CACHE_VISIBLE_TIMEOUT = 30.0
 # How long loading a slice of the weights takes on every rank (NIM_STANDIN_LOAD_S, default 0): a
 # real multi-node NIM spends minutes there, which is what group-level timing tests need to see.
 LOAD_S = max(0.0, float(os.environ.get('NIM_STANDIN_LOAD_S') or 0))
+# A fault to test against: a completion whose prompt holds this mark makes every worker rank hang
+# the group, as a collective stuck after an NCCL or network fault with the watchdog off (or longer
+# than anyone waits) does: no process exits, /v1/health/ready stays 200, and every completion from
+# then on waits for ever. Only a restart of the group ends it; the restarted group serves. A client
+# sends it (the lab test, through the leader's API): nothing needs to enter a rank's container.
+HANG_MARK = 'nimstack-standin: hang the group'
 
 
 def _env_int(name, default):
@@ -117,6 +123,11 @@ def load_slice():
             time.sleep(1)
 
 
+def hangs(payload):
+    """Whether this rank hangs the group at this completion: a worker rank, and the mark in its prompt."""
+    return IDENTITY.get('rank', 0) != 0 and HANG_MARK in str((payload or {}).get('prompt') or '')
+
+
 def work(op, payload):
     """One rank's part of a group operation; every transport runs this on every rank.
 
@@ -129,6 +140,10 @@ def work(op, payload):
         _LOADED['mine'] = load_slice()
         return _LOADED['mine']
     if op == 'complete':
+        if hangs(payload):
+            log('the prompt holds %r: this rank hangs the group from this completion on' % HANG_MARK, 'ERROR')
+            return {'rank': IDENTITY['rank'], 'host': IDENTITY['host'], 'partial': 0,
+                    'hang': 'rank %d on %s hangs (%r)' % (IDENTITY['rank'], IDENTITY['host'], HANG_MARK)}
         mine = _LOADED.get('mine')
         if mine is None or mine.get('error'):
             # Ray may run this in a fresh worker process: load the slice there first.

@@ -45,6 +45,9 @@ QUEUE_TIMEOUT_S = 300
 # A fault to test against: every completion answers 500 while /v1/health/ready stays 200 (a
 # release that loads but cannot answer, which only a smoke test catches).
 FAIL_COMPLETIONS = (os.environ.get('NIM_STANDIN_FAIL_COMPLETIONS') or '').lower() in ('1', 'true', 'yes')
+# A fault to test against on rank 0: a streamed answer whose prompt holds this mark stops after its
+# first token and holds its slot and connection for ever, the rest of the group serving on.
+STALL_MARK = 'nimstack-standin: stall this stream'
 # How far past its own bound a group operation may run before the watchdog ends the group.
 WATCHDOG_GRACE_S = 10
 
@@ -60,6 +63,9 @@ class State(object):
         self.load_seconds = None
         # (operation, deadline) of the group operation in progress, for the watchdog.
         self.op = None
+        # Why the group hangs (a worker's hang, node.HANG_MARK): every completion then waits for
+        # ever and nothing ends the group.
+        self.hung = None
         self.requests = queue.Queue()
 
 
@@ -185,7 +191,10 @@ class Handler(BaseHTTPRequestHandler):
         when it was answered in full."""
         job = Job({'prompt': prompt, 'max_tokens': body.get('max_tokens')})
         STATE.requests.put(job)
-        if not job.done.wait(COLLECTIVE_TIMEOUT + HEARTBEAT + WATCHDOG_GRACE_S + 5):
+        while not job.done.wait(COLLECTIVE_TIMEOUT + HEARTBEAT + WATCHDOG_GRACE_S + 5):
+            if STATE.hung:
+                # A hung group: the request waits as long as its client does.
+                continue
             # The main thread is stuck and even the watchdog did not end the group: answer, then
             # end it from here.
             STATE.broken = 'a group operation did not complete within %.0f s' % COLLECTIVE_TIMEOUT
@@ -198,7 +207,8 @@ class Handler(BaseHTTPRequestHandler):
             return False
         whole = answer(path, job.payload, job.result)
         if body.get('stream') is True:
-            self.send_stream(path, whole, bool((body.get('stream_options') or {}).get('include_usage')), request)
+            self.send_stream(path, whole, bool((body.get('stream_options') or {}).get('include_usage')), request,
+                             STALL_MARK in prompt)
         else:
             # Generated token by token at the slot's rate, sent whole.
             for _token in range(whole['usage']['completion_tokens']):
@@ -207,10 +217,10 @@ class Handler(BaseHTTPRequestHandler):
             send_json(self, 200, whole)
         return True
 
-    def send_stream(self, path, whole, include_usage, request):
+    def send_stream(self, path, whole, include_usage, request, stall=False):
         """The answer as server-sent events, one chunk per word (a token, sent as it is generated,
         at the slot's rate), then `data: [DONE]`: the OpenAI streaming format (chat.completion.chunk
-        / text_completion), sent chunked, unbuffered."""
+        / text_completion), sent chunked, unbuffered. stall: stop after the first token, for ever."""
         self.send_response(200)
         self.send_header('Content-Type', 'text/event-stream')
         self.send_header('Cache-Control', 'no-cache')
@@ -222,6 +232,10 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
             if is_token(chunk):
                 request.token()
+                if stall:
+                    log('the prompt holds %r: this stream stalls here for as long as its client waits' % STALL_MARK,
+                        'ERROR')
+                    threading.Event().wait()
                 time.sleep(SERVING.token_interval)
         self.wfile.write(b'0\r\n\r\n')
         self.wfile.flush()
@@ -355,6 +369,14 @@ def start_up(group):
                    'served_name': os.environ.get('NIM_SERVED_MODEL_NAME') or loaded[0]['name']}
 
 
+def hang(why):
+    """Rank 0's main thread stops for ever, outside any group operation: the watchdog has nothing
+    to end, the workers wait for the next operation, ready stays 200 and no completion returns."""
+    STATE.hung = '; '.join(why)
+    log('the group hangs: %s; no process exits, ready stays 200, completions wait for ever' % STATE.hung, 'ERROR')
+    threading.Event().wait()
+
+
 def lead(group):
     """Rank 0's main thread: every group operation runs here, one at a time."""
     threading.Thread(target=watchdog, args=(group,), name='watchdog', daemon=True).start()
@@ -378,6 +400,9 @@ def lead(group):
                 run(group, 'heartbeat')
                 continue
             parts = run(group, 'complete', job.payload)
+            hung = [p['hang'] for p in parts if p.get('hang')]
+            if hung:
+                hang(hung)
             failed = [p for p in parts if p.get('error')]
             if failed:
                 raise GroupBroken('; '.join('rank %d on %s failed: %s' % (p['rank'], p['host'], p['error'])

@@ -179,7 +179,7 @@ def test_config_problems():
 def test_state_record_is_what_status_reads():
     record = gs.state_record(gs.FAILED, 'why', 'leader', 'h1', [1, 2], 5.5, {'h2': 'dead'})
     assert record == {'state': 'failed', 'cause': 'why', 'role': 'leader', 'leader': 'h1', 'restarts': [1, 2],
-                      'problems': {'h2': 'dead'}, 'ignored_holds': [], 'updated': 5}
+                      'problems': {'h2': 'dead'}, 'ignored_holds': [], 'serving': {}, 'updated': 5}
 
 
 def test_the_shipped_program_is_valid_python_and_refuses_a_bad_config(tmp_path):
@@ -383,3 +383,159 @@ def test_a_live_hold_of_another_run_is_refused_and_named(want):
                            'on this host')
     # Once it expired, the next run clears it whoever held it.
     assert gs.hold_action(gs.hold_state(lease(NOW - 100, owner=other), NOW, NOW, 60), OWNER, want)[0] != 'refuse'
+
+
+METRICS = """# HELP num_requests_running Number of requests currently running on GPU.
+# TYPE num_requests_running gauge
+num_requests_running{model_name="m"} %s
+# TYPE generation_tokens_total counter
+generation_tokens_total{model_name="m"} %s
+prompt_tokens_total{model_name="m"} 99
+"""
+
+
+def test_serving_metrics_reads_the_running_requests_and_the_generated_tokens():
+    assert gs.serving_metrics(METRICS % (2, 1234)) == (2.0, 1234.0)
+    # Summed over series (a NIM serving two names of one model, or LoRA adapters).
+    assert gs.serving_metrics(METRICS % (1, 10) + 'num_requests_running{model_name="l"} 3\n'
+                              'generation_tokens_total{model_name="l"} 5\n') == (4.0, 15.0)
+    for text in ('', None, 'num_requests_running 1\n', METRICS % ('x', 1), METRICS % (1, 'NaN'), '<html>'):
+        assert gs.serving_metrics(text) is None, text
+
+
+def test_serving_sample_idle_asks_for_a_completion_busy_needs_progress():
+    assert gs.serving_sample(None, 5) == ('idle', None, None)
+    assert gs.serving_sample((0, 100), 100) == ('idle', None, None)
+    assert gs.serving_sample((2, 150), 100) == ('busy', True, '')
+    what, ok, why = gs.serving_sample((2, 100), 100)
+    assert (what, ok) == ('busy', False) and why == '2 request(s) running and no token generated since the last probe'
+    # No earlier look, or the counter went back (the NIM restarted): no verdict yet.
+    assert gs.serving_sample((2, 100), None) == ('busy', None, None)
+    assert gs.serving_sample((2, 10), 100) == ('busy', None, None)
+
+
+def test_serving_track_needs_failures_for_the_whole_timeout_without_a_success():
+    track, verdict, cause = gs.serving_track({}, 100, True, '', 20)
+    assert verdict == gs.SERVING_OK and cause == ''
+    track, verdict, cause = gs.serving_track(track, 105, False, 'a completion answered 500', 20)
+    assert verdict == gs.SERVING_SUSPECT and cause == 'a completion answered 500'
+    # No verdict (a busy look without an earlier one) keeps the failure running.
+    track, verdict, _cause = gs.serving_track(track, 115, None, None, 20)
+    assert verdict == gs.SERVING_SUSPECT
+    track, verdict, _cause = gs.serving_track(track, 124, False, 'hung', 20)
+    assert verdict == gs.SERVING_SUSPECT
+    track, verdict, cause = gs.serving_track(track, 125, False, 'hung', 20)
+    assert verdict == gs.SERVING_NOT
+    assert cause == ('the group runs but does not serve: hung (every probe failed for 20 s, '
+                     'nim_group_serving_timeout=20)')
+    # One success in between starts the count again.
+    track, verdict, _cause = gs.serving_track(track, 126, True, '', 20)
+    assert verdict == gs.SERVING_OK and track['failing_since'] is None
+    track, verdict, _cause = gs.serving_track(track, 130, False, 'x', 20)
+    assert gs.serving_track(track, 149, False, 'x', 20)[1] == gs.SERVING_SUSPECT
+    assert gs.serving_track({}, 1, None, None, 20)[1] == gs.SERVING_OK
+
+
+@pytest.mark.parametrize('action', ['hold', 'baseline', 'isolated', 'restart', 'fail'])
+def test_the_serving_check_never_probes_a_loading_or_held_group(action):
+    assert gs.serving_armed(True, action, True) is False
+    assert gs.serving_armed(False, action, True) is False
+
+
+def test_the_serving_check_arms_once_the_formed_leader_answered_ready():
+    # Formed, the model still loading (ready 503): no probe.
+    assert gs.serving_armed(False, 'ok', False) is False
+    assert gs.serving_armed(False, 'ok', True) is True
+    # Once armed, a leader that turns unready is probed (its completions fail): it stays armed.
+    assert gs.serving_armed(True, 'ok', False) is True
+
+
+def test_metrics_carry_the_serving_verdict():
+    ok = _samples(gs.metrics_text('g', gs.FORMED, [], 0, 1, 60))
+    assert ok[('nimstack_group_serving', (('group', 'g'),))] == 1
+    for verdict in (gs.SERVING_SUSPECT, gs.SERVING_NOT):
+        bad = _samples(gs.metrics_text('g', gs.FORMED, [], 0, 1, 60, verdict))
+        assert bad[('nimstack_group_serving', (('group', 'g'),))] == 0
+
+
+def test_config_serving_timeout_is_a_whole_number():
+    good = {'group': 'g', 'self': 'h1', 'leader': 'h1', 'members': [{'host': 'h1'}], 'container': 'c', 'port': 1,
+            'hold_lease': 60}
+    assert gs.config_problems(dict(good, serving_timeout=0)) == []
+    assert gs.config_problems(dict(good, serving_timeout='2m')) == ['serving_timeout must be a whole number of at '
+                                                                     'least 0']
+
+
+def test_a_leader_that_runs_but_never_serves_is_restarted_then_failed_over_budget(tmp_path):
+    """The shipped program against a NIM whose every completion fails while /v1/health/ready says
+    200: one restart of the whole group, then, failing again, the budget (1) ends it failed."""
+    import signal
+    import socket
+    import threading
+    import time
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    program = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'roles', 'nim_docker', 'files',
+                           'nimstack_supervisor.py')
+    asked = []
+
+    class Nim(BaseHTTPRequestHandler):
+        def log_message(self, *_args):
+            return
+
+        def answer(self, code, body):
+            data = json.dumps(body).encode('utf-8')
+            self.send_response(code)
+            self.send_header('Content-Length', str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self):  # noqa: N802
+            if self.path == '/v1/health/ready':
+                self.answer(200, {'message': 'ready'})
+            elif self.path == '/v1/models':
+                self.answer(200, {'data': [{'id': 'served-name'}]})
+            else:
+                self.answer(404, {})
+
+        def do_POST(self):  # noqa: N802
+            asked.append(json.loads(self.rfile.read(int(self.headers['Content-Length']))))
+            self.answer(500, {'error': {'message': 'every completion fails'}})
+
+    nim = ThreadingHTTPServer(('127.0.0.1', 0), Nim)
+    threading.Thread(target=nim.serve_forever, daemon=True).start()
+    fake = tmp_path / 'docker'
+    fake.write_text('#!/bin/sh\necho "$1" >>%s\necho \'%s\'\n'
+                    % (tmp_path / 'docker.log', json.dumps([inspect(cid='h1')])))
+    fake.chmod(0o755)
+    (tmp_path / 'secret').write_text('s3cret\n')
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        port = sock.getsockname()[1]
+    config = {'group': GROUP, 'self': 'h1', 'leader': 'h1', 'members': [{'host': 'h1', 'address': '127.0.0.1'}],
+              'container': 'nim-default', 'port': port, 'bind': '127.0.0.1', 'api_port': nim.server_address[1],
+              'interval': 1, 'max_restarts': 1, 'state_file': str(tmp_path / 'state.json'),
+              'logs_dir': str(tmp_path / 'logs'), 'secret_file': str(tmp_path / 'secret'), 'metrics_dir': '',
+              'hold_lease': 60, 'serving_timeout': 1, 'serving_every': 0.5, 'maintenance_files': []}
+    (tmp_path / 'supervisor.json').write_text(json.dumps(config))
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(gs.__file__), NIMSTACK_SUPERVISOR_DOCKER=str(fake))
+    proc = subprocess.Popen([sys.executable, program, str(tmp_path / 'supervisor.json')], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    state = {}
+    try:
+        deadline = time.time() + 40
+        while time.time() < deadline and state.get('state') != 'failed':
+            time.sleep(0.3)
+            if (tmp_path / 'state.json').exists():
+                state = gs.load_json((tmp_path / 'state.json').read_text(), {})
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out = proc.communicate(timeout=20)[0].decode('utf-8', 'replace')
+        nim.shutdown()
+    assert state.get('state') == 'failed', out
+    assert 'the group runs but does not serve: a completion of one token answered 500' in state['cause']
+    assert 'nim_group_max_restarts=1' in state['cause']
+    assert len(state['restarts']) == 1
+    assert 'restarting the whole group (restart 1 of at most 1' in out
+    docker_ops = (tmp_path / 'docker.log').read_text().split()
+    assert docker_ops.count('start') == 1 and 'stop' in docker_ops
+    assert asked[0]['max_tokens'] == 1 and asked[0]['model'] == 'served-name'
