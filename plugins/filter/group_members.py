@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, nimstack maintainers
 # SPDX-License-Identifier: Apache-2.0
-"""Filters secret_source and docker_rollout_waves (docs in the .yml files)."""
+"""Filters secret_source, docker_rollout_waves and group_drift (docs in the .yml files)."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type

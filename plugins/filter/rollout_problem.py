@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, nimstack maintainers
 # SPDX-License-Identifier: Apache-2.0
-"""Filter rollout_problem: why a Deployment or LeaderWorkerSet has not rolled out (docs in rollout_problem.yml)."""
+"""Filter rollout_problem: why a Deployment, LeaderWorkerSet, NIMService or NIMCache has not rolled out (docs in rollout_problem.yml)."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type

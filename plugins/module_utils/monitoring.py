@@ -12,7 +12,7 @@ The jobs and their labels are the collection's observability contract (docs/moni
   node                 node exporter on every host of a Docker group; labels group, rank, role
   dcgm                 DCGM exporter on the hosts of a Docker group that have GPUs; labels group, rank, role
   haproxy              the front door's Prometheus exporter on every front door host
-No Ansible imports: unit-tested directly, exposed by the filters of plugins/filter/monitoring.py.
+No Ansible imports: unit-tested directly, exposed by the filters of plugins/filter/monitoring_files.py.
 """
 
 from __future__ import absolute_import, division, print_function

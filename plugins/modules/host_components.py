@@ -8,7 +8,7 @@ __metaclass__ = type
 DOCUMENTATION = r'''
 ---
 module: host_components
-short_description: Find how the NVIDIA driver, the container toolkit or the Docker engine got onto a host, and decide
+short_description: Find how the NVIDIA driver, the container toolkit or the Docker engine got onto a host, and decide what to do with it
 version_added: 0.1.0
 description:
   - Reads the installed packages (C(dpkg-query) or C(rpm)), the loaded NVIDIA module (C(/sys/module/nvidia/version),
