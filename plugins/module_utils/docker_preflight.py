@@ -16,7 +16,7 @@ import os
 import re
 
 from ansible_collections.nimstack.multinode.plugins.module_utils.docker_spec import docker_groups
-from ansible_collections.nimstack.multinode.plugins.module_utils.driver_plan import as_int
+from ansible_collections.nimstack.multinode.plugins.module_utils.values import ansible_int as as_int
 from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import (
     DEFAULT_SECRETS_GID, SECRETS_GID_MIN, SHARED_GIDS, as_bool, image_reference)
 

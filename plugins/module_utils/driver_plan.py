@@ -19,6 +19,7 @@ import re
 
 from ansible_collections.nimstack.multinode.plugins.module_utils.platforms import host_platform_problems
 from ansible_collections.nimstack.multinode.plugins.module_utils.rolling_restart import max_unavailable_problems
+from ansible_collections.nimstack.multinode.plugins.module_utils.values import ansible_int as as_int, truthy as as_bool
 
 PINNING_PREFIX = 'nvidia-driver-pinning-'
 URL_RE = re.compile(r'^(https?|file)://')
@@ -27,31 +28,12 @@ URL_RE = re.compile(r'^(https?|file)://')
 MIN_BRANCH = 580
 BRANCH_RE = re.compile(r'^[0-9]{3}\Z')
 VERSION_RE = re.compile(r'^[0-9]{3}\.[0-9]{1,3}(\.[0-9]{1,3})?\Z')
-_TRUE = ('y', 'yes', 'on', '1', 'true', 't', '1.0')
 
 
 class DriverPlanError(Exception):
     """An input the role itself should have provided is missing."""
 
 
-def as_bool(value):
-    """Ansible's bool filter: True, 1, 'yes', 'on', 'true'... are true, everything else false."""
-    if isinstance(value, bool):
-        return value
-    if value is None:
-        return False
-    return str(value).strip().lower() in _TRUE
-
-
-def as_int(value):
-    """Ansible's int filter: a whole number, a float truncated, 0 for anything else."""
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        try:
-            return int(float(value))
-        except (TypeError, ValueError):
-            return 0
 
 
 def _text(value):

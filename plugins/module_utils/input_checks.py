@@ -23,7 +23,7 @@ import math
 import posixpath
 import re
 
-from ansible_collections.nimstack.multinode.plugins.module_utils import driver_plan, nim_alerts, toolkit_plan
+from ansible_collections.nimstack.multinode.plugins.module_utils import driver_plan, nim_alerts, toolkit_plan, values
 from ansible_collections.nimstack.multinode.plugins.module_utils.k8s_preflight import (
     INT_OR_PERCENT_RE, LABEL_KEY_RE, LABEL_VALUE_RE, PRIORITY_CLASS_RE, QUEUE_NAME_RE)
 
@@ -102,8 +102,6 @@ _QUANTITY_RE = re.compile(r'^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?
 _CONTROL = re.compile(r'[\x00-\x1f\x7f]')
 _SECRET_BAD = re.compile(r'[\s\x00-\x1f\x7f]', re.UNICODE)
 
-_TRUE = ('true', 'yes', 'on', '1')
-_FALSE = ('false', 'no', 'off', '0')
 
 # What a rule says is accepted; the unit tests and docs/troubleshooting.md quote these.
 ACCEPT_PORT = 'a whole number from 1 to 65535'
@@ -277,13 +275,7 @@ class Rule(object):
 
 def as_int(value):
     """(number, problem): digit strings count (INI and -e hand numbers over as text), bools do not."""
-    if isinstance(value, bool):
-        return None, P_BOOL_AS_INT
-    if isinstance(value, int):
-        return value, None
-    if isinstance(value, str) and re.match(r'^\s*-?[0-9]{1,30}\s*\Z', value):
-        return int(value), None
-    return None, P_NOT_INT
+    return values.checked_int(value, P_NOT_INT, P_BOOL_AS_INT)
 
 
 def _int_check(low, high):
@@ -597,13 +589,8 @@ def _secret():
 
 
 def as_bool(value):
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
-        return value.strip().lower() in _TRUE
-    if isinstance(value, int) and value in (0, 1):
-        return bool(value)
-    return None
+    """True, False, or None where the value is neither (values.strict_bool)."""
+    return values.strict_bool(value)
 
 
 def _bool():

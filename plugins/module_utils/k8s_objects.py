@@ -29,7 +29,7 @@ import re
 
 from ansible_collections.nimstack.multinode.plugins.module_utils import k8s_preflight, nim_alerts
 from ansible_collections.nimstack.multinode.plugins.module_utils.frontend import served_model
-from ansible_collections.nimstack.multinode.plugins.module_utils.driver_plan import as_bool, as_int
+from ansible_collections.nimstack.multinode.plugins.module_utils.values import ansible_int as as_int, truthy as as_bool
 from ansible_collections.nimstack.multinode.plugins.module_utils.k8s_operator import template_safe_labels
 
 # The role's settings the objects read, with the role's defaults (roles/nim_k8s/defaults/main.yml):

@@ -17,7 +17,7 @@ import os
 import re
 
 from ansible_collections.nimstack.multinode.plugins.module_utils import nim_alerts
-from ansible_collections.nimstack.multinode.plugins.module_utils.driver_plan import as_bool
+from ansible_collections.nimstack.multinode.plugins.module_utils.values import truthy as as_bool
 
 SCHEDULERS = ('default', 'volcano', 'kai')
 RESTART_POLICIES = ('RecreateGroupOnPodRestart', 'RecreateGroupAfterStart', 'None')

@@ -11,7 +11,8 @@ __metaclass__ = type
 import json
 import re
 
-from ansible_collections.nimstack.multinode.plugins.module_utils.driver_plan import DriverPlanError, as_bool
+from ansible_collections.nimstack.multinode.plugins.module_utils.driver_plan import DriverPlanError
+from ansible_collections.nimstack.multinode.plugins.module_utils.values import truthy as as_bool
 from ansible_collections.nimstack.multinode.plugins.module_utils.platforms import host_platform_problems
 
 ARCHITECTURES = ('x86_64', 'aarch64')
