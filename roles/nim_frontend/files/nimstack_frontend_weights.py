@@ -71,6 +71,7 @@ class Service(object):
             kv_threshold=settings.get('kv_threshold'), stall_s=settings.get('stall_s'))) for s in self.servers)
         self.min_weight = int(settings.get('min_weight') or fw.DEFAULTS['min_weight'])
         self.out = {}
+        self.held = set()
         self.stale = set()
         self.clock = time.monotonic
         self.last_error = None
@@ -96,9 +97,11 @@ class Service(object):
             self.out[key] = out
             weights[key] = value
         kept = fw.keep_one_in(weights, self.min_weight)
-        for key in sorted(k for k in kept if kept[k] != weights[k]):
-            log('%s/%s: out (%s), but kept at weight %d: no other leader of its pool is in' % (
-                key[0], key[1], self.out[key], kept[key]), 4)
+        held = set(k for k in kept if kept[k] != weights[k])
+        for key in sorted(held - self.held):
+            log('%s/%s: kept at weight %d although out: no other leader of its pool is in' % (
+                key[0], key[1], kept[key]), 4)
+        self.held = held
         self.apply([fw.runtime_command(key[0], key[1], kept[key]) for key in sorted(kept)])
 
     def apply(self, commands):
