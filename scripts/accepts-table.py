@@ -45,7 +45,7 @@ def _rules():
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
     parser.add_argument('--write', action='store_true', help='replace the table in docs/troubleshooting.md')
     args = parser.parse_args()
     rows = table(_rules())

@@ -34,8 +34,6 @@ class DriverPlanError(Exception):
     """An input the role itself should have provided is missing."""
 
 
-
-
 def _text(value):
     return '' if value is None else str(value)
 

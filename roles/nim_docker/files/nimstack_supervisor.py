@@ -318,8 +318,8 @@ class Supervisor(object):
             return True, ''
         if status is None:
             return False, 'a completion of one token did not come back within %d s (%s)' % (gs.SERVING_DEADLINE, body)
-        return False, 'a completion of one token answered %d after %.1f s: %s' % (status, time.time() - began,
-                                                                              ' '.join(body.split())[:200])
+        return False, 'a completion of one token answered %d after %.1f s: %s' % (
+            status, time.time() - began, ' '.join(body.split())[:200])
 
     def disarm(self):
         """Until the group formed again and the leader answered ready: no probe, and no failure kept."""

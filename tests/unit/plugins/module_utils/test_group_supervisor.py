@@ -462,8 +462,8 @@ def test_config_serving_timeout_is_a_whole_number():
     good = {'group': 'g', 'self': 'h1', 'leader': 'h1', 'members': [{'host': 'h1'}], 'container': 'c', 'port': 1,
             'hold_lease': 60}
     assert gs.config_problems(dict(good, serving_timeout=0)) == []
-    assert gs.config_problems(dict(good, serving_timeout='2m')) == ['serving_timeout must be a whole number of at '
-                                                                     'least 0']
+    assert gs.config_problems(dict(good, serving_timeout='2m')) == [
+        'serving_timeout must be a whole number of at least 0']
 
 
 def test_a_leader_that_runs_but_never_serves_is_restarted_then_failed_over_budget(tmp_path):
