@@ -25,7 +25,7 @@ import re
 
 from ansible_collections.nimstack.multinode.plugins.module_utils import driver_plan, nim_alerts, toolkit_plan, values
 from ansible_collections.nimstack.multinode.plugins.module_utils.k8s_preflight import (
-    INT_OR_PERCENT_RE, LABEL_KEY_RE, LABEL_VALUE_RE, PRIORITY_CLASS_RE, QUEUE_NAME_RE)
+    INT_OR_PERCENT_RE, LABEL_KEY_RE, LABEL_VALUE_RE, OWN_LABEL_PREFIXES, PRIORITY_CLASS_RE, QUEUE_NAME_RE)
 
 # Directories of the operating system: a directory the collection creates, fills, mounts or
 # removes recursively must be a dedicated one below them, never one of them.
@@ -162,6 +162,8 @@ ACCEPT_HTTP_URL = 'an http:// or https:// URL without spaces'
 ACCEPT_RECEIVER = 'a receiver name of letters, digits, _ . and - (at most 128)'
 ACCEPT_RECEIVERS = ('a YAML list of Alertmanager receivers, each a mapping with a name (letters, digits, _ . -) '
                     'whose url, api_url and webhook_url are http:// or https:// URLs')
+ACCEPT_LABEL_MAP = ('a mapping of Kubernetes label keys (such as release) to label values (up to 63 letters, digits, '
+                    '- _ .), none under app.kubernetes.io/ or nimstack.multinode/')
 ACCEPT_THRESHOLDS = 'a mapping of alert thresholds, each a known name with a value in its range (ansible-doc -t filter nimstack.multinode.nim_alert_rules)'
 ACCEPT_VARIABLE_NAME = 'a variable name: letters, digits and _, not starting with a digit'
 ACCEPT_GROUP_NAME = 'an inventory group name: letters, digits, _ . and -, starting with a letter, a digit or _'
@@ -241,6 +243,7 @@ P_NOT_TEMPLATABLE = ('cannot be worked out on the controller: a template of it f
 P_OFF_BRANCH = 'is not a version of nvidia_driver_branch'
 P_NO_SUCH_RECEIVER = 'names no receiver of monitoring_alertmanager_receivers (every alert would go nowhere)'
 P_NOT_URL = 'holds a URL without http:// or https://, or with a space'
+P_OWN_LABEL = 'holds a label key of the collection\'s own marks (app.kubernetes.io/..., nimstack.multinode/...)'
 P_BAD_THRESHOLDS = 'holds an alert threshold that is unknown, of the wrong type or out of its range'
 P_PATH_CHARS = ('holds .., a quote, $, % or another character that a unit file, a shell or a configuration file '
                 'reads specially')
@@ -251,7 +254,7 @@ PROBLEMS = (P_NOT_INT, P_BOOL_AS_INT, P_OUT_OF_RANGE, P_NOT_NUMBER, P_SSHD_PORT,
             P_SECRET_CHARS, P_NOT_STRING, P_NOT_BOOL, P_NOT_CHOICE, P_MULTILINE, P_NOT_MAPPING, P_BAD_ENV,
             P_BAD_QUANTITY, P_EMPTY, P_BAD_RELEASE, P_BAD_NAME, P_MOUNT_CHARS, P_NOT_ARCHIVE,
             P_NOT_CHART_REF, P_PATH_CHARS, P_BAD_THRESHOLDS, P_NOT_URL, P_OFF_BRANCH, P_NO_SUCH_RECEIVER,
-            P_NOT_TEMPLATABLE)
+            P_NOT_TEMPLATABLE, P_OWN_LABEL)
 
 
 class Rule(object):
@@ -746,6 +749,23 @@ def _thresholds():
     return Rule(check, ACCEPT_THRESHOLDS, kind='dict', detail=nim_alerts.threshold_problems)
 
 
+def _label_map():
+    """Kubernetes labels the collection adds to its objects: label keys to label values, none of a key
+    of the labels the collection marks its own objects with (k8s_preflight.OWN_LABEL_PREFIXES)."""
+    def check(value):
+        if not isinstance(value, dict):
+            return P_NOT_MAPPING
+        for key, item in value.items():
+            text = '' if item is None else str(item)
+            if not (isinstance(key, str) and LABEL_KEY_RE.match(key) and LABEL_VALUE_RE.match(text)) \
+                    or _CONTROL.search(text):
+                return P_BAD_NAME
+            if key.startswith(OWN_LABEL_PREFIXES):
+                return P_OWN_LABEL
+        return None
+    return Rule(check, ACCEPT_LABEL_MAP, kind='dict')
+
+
 def _octal_mode():
     def check(value):
         if not isinstance(value, str):
@@ -1140,8 +1160,8 @@ RULES = {
     'nim_k8s_router': _mapping(),
     'nim_k8s_compute_domain': _string(),
     'nim_k8s_monitoring': _bool(),
-    'nim_k8s_monitoring_labels': _mapping(),
-    'nim_k8s_monitoring_interval': _string(),
+    'nim_k8s_monitoring_labels': _label_map(),
+    'nim_k8s_monitoring_interval': _duration(),
     'nim_k8s_alert_thresholds': _thresholds(),
     'nim_k8s_probe_period': _int_check(1, 3600),
     'nim_k8s_smoke_timeout': _int_check(1, _DAY),
@@ -1365,7 +1385,8 @@ def host_listeners(hvars, where):
     for name, follows, default, kind, when in LISTENERS:
         if kind not in where or (when is not None and not when(get)):
             continue
-        shown = name if name in hvars or follows is None or follows not in hvars else follows
+        # Named as the inventory sets it: the role's own name where set, else the inventory-wide one.
+        shown = name if name in hvars or follows is None else follows
         value = get(name, get(follows, default) if follows else default)
         if check_value(shown, value) is None:
             found.append((shown, as_int(value)[0]))
