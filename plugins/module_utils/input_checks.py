@@ -537,7 +537,8 @@ def _pattern(regex, accepts, empty_ok=False, problem=P_BAD_NAME):
         if _CONTROL.search(value):
             return P_MULTILINE
         return None if regex.match(value) else problem
-    return Rule(check, accepts + (', or empty' if empty_ok else ''), kind='str')
+    # An accepts text that already says what empty means (", or empty for the newest") keeps its words.
+    return Rule(check, accepts + (', or empty' if empty_ok and 'or empty' not in accepts else ''), kind='str')
 
 
 def _dns(pattern, accepts, empty_ok=False):

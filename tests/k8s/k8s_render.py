@@ -92,9 +92,11 @@ REJECTED = {
     'rejected-bad-topology-key': ('nim_operator', {'nim_k8s_exclusive_topology': 'not a label'}),
     'rejected-operator-leader-address': ('nim_operator', {'nim_launch_contract': 'leader_address',
                                                           'nim_socket_ifname': 'eth0'}),
-    'rejected-rollout-settings': ('lws', {'nim_k8s_restart_policy': 'Always', 'nim_k8s_rollout_max_surge': 0,
-                                          'nim_k8s_rollout_max_unavailable': 0, 'nim_k8s_rollout_partition': -1,
+    # Each value refused by the controller's rules, all named in one failure.
+    'rejected-rollout-settings': ('lws', {'nim_k8s_restart_policy': 'Always', 'nim_k8s_rollout_partition': -1,
                                           'nim_k8s_priority_class': 'Not_A_Name'}),
+    # Each value valid alone; together they leave a rolling update no room.
+    'rejected-rollout-no-room': ('lws', {'nim_k8s_rollout_max_surge': 0, 'nim_k8s_rollout_max_unavailable': 0}),
     'rejected-operator-lws-settings': ('nim_operator', {'nim_k8s_restart_policy': 'None', 'nim_k8s_rollout_partition': 1}),
     # The operator would run it as one single-node pod (its LeaderWorkerSet size is the pipeline).
     'rejected-operator-tp-across-nodes': ('nim_operator', {'nim_launch_contract': 'ray', 'nim_tensor_parallel': 16,

@@ -400,18 +400,19 @@ def test_switching_contract_removes_stale_files(renders, workdir):
     ('rejected-kai-without-queue', 'nim_k8s_scheduler=kai needs nim_k8s_kai_queue, the KAI leaf queue of the groups'),
     ('rejected-kai-without-queue',
      'nim_k8s_volcano_queue=q is set but only applies to nim_k8s_scheduler=volcano (got nim_k8s_scheduler=kai)'),
-    ('rejected-bad-topology-key', 'nim_k8s_exclusive_topology=not a label is not a node label key'),
+    ('rejected-bad-topology-key', 'nim_k8s_exclusive_topology="not a label" holds characters its use does not allow; '
+                                  'accepted: a Kubernetes label key such as topology.kubernetes.io/rack, or empty'),
     ('rejected-operator-leader-address',
      "group 'default': nim_launch_contract=leader_address is not supported by nim_k8s_backend=nim_operator"),
     ('rejected-operator-tp-across-nodes',
      "group 'default': nim_tensor_parallel=16 with nim_pipeline_parallel=1 spreads over 2 nodes, but "
      "nim_k8s_backend=nim_operator runs one pod per pipeline stage (1)"),
     ('rejected-operator-tp-across-nodes', 'use nim_k8s_backend=lws, which runs any layout'),
-    ('rejected-rollout-settings', 'nim_k8s_restart_policy must be RecreateGroupOnPodRestart, RecreateGroupAfterStart '
-                                  'or None, got Always'),
-    ('rejected-rollout-settings', 'nim_k8s_rollout_max_unavailable and nim_k8s_rollout_max_surge cannot both be 0'),
-    ('rejected-rollout-settings', 'nim_k8s_rollout_partition must be a whole number of LWS groups (0 updates all), got -1'),
-    ('rejected-rollout-settings', 'nim_k8s_priority_class=Not_A_Name is not the name of a PriorityClass'),
+    ('rejected-rollout-settings', 'nim_k8s_restart_policy="Always" is not one of the accepted values; accepted: '
+                                  'one of RecreateGroupOnPodRestart, RecreateGroupAfterStart, None'),
+    ('rejected-rollout-settings', 'nim_k8s_rollout_partition=-1 is out of range; accepted: a whole number from 0'),
+    ('rejected-rollout-settings', 'nim_k8s_priority_class="Not_A_Name" is not a DNS name'),
+    ('rejected-rollout-no-room', 'nim_k8s_rollout_max_unavailable and nim_k8s_rollout_max_surge cannot both be 0'),
     ('rejected-operator-lws-settings', 'nim_k8s_restart_policy=None is a LeaderWorkerSet setting, but '
                                        'nim_k8s_backend=nim_operator builds its own LeaderWorkerSet'),
     ('rejected-operator-lws-settings', 'nim_k8s_rollout_partition=1 is a LeaderWorkerSet setting'),

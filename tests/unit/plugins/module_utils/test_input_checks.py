@@ -284,6 +284,10 @@ def test_every_rule_says_what_it_accepts_as_a_type():
     assert RULES['nim_api_port'].kind == 'int' and RULES['nim_extra_env'].kind == 'dict'
 
 
+def test_every_accepted_text_says_once_what_empty_means():
+    assert [name for name, rule in RULES.items() if rule.accepts.count('or empty') > 1] == []
+
+
 @pytest.mark.parametrize('name', ['lws_version', 'nim_operator_version', 'volcano_version'])
 @pytest.mark.parametrize('value,ok', [('v3.1.2', True), ('v0.10.0-rc.1', True), ('latest', False), ('3.1.2', False),
                                       ('', False), ('v3.1', False), ('main', False)])
