@@ -1376,22 +1376,87 @@ P_PORT_CLASH = 'is also the port of %s on this host: two listeners cannot share 
 ACCEPT_OWN_PORT = 'a port that no other listener of the collection on the host uses'
 
 
-def host_listeners(hvars, where):
-    """[(variable, port)] the host listens on, in LISTENERS order; where: the set of its kinds (docker,
-    exporters, frontend, monitoring). A value its own rule refuses is left out (named by that rule)."""
+# Every directory (and the one file) the collection writes on a host and removes at teardown, in the
+# same form as LISTENERS. Two in effect on one host must be apart, neither equal nor one inside the
+# other (directory_clash_problems): else the teardown of one feature removes the other's files, and
+# two features' markers meet in one place. The Docker hosts' mesh directory is ssh_mesh_dir (the
+# playbooks pass it to nim_docker), and nim_docker_mesh_dir set in the inventory is never read.
+DIRECTORIES = (
+    ('nim_docker_config_dir', None, '/etc/nimstack/nim', 'docker', None),
+    ('ssh_mesh_dir', None, '/etc/nimstack/mesh', 'docker', _contract_is('mpi')),
+    ('nim_docker_supervisor_dir', None, '/usr/local/lib/nimstack-supervisor', 'docker',
+     lambda get: as_bool(get('nim_docker_supervisor', get('nim_group_supervisor', True)))),
+    ('nim_docker_image_staging_dir', None, '/var/tmp/nimstack-images', 'docker', None),
+    ('nim_firewall_rules_file', None, '/etc/nimstack/nftables-nimstack.nft', 'docker',
+     lambda get: as_bool(get('nim_firewall_enabled', get('nim_group_firewall', True)))),
+    ('nim_frontend_config_dir', None, '/etc/nimstack/frontend', 'frontend', None),
+    ('nim_frontend_program_dir', None, '/usr/local/lib/nimstack-frontend', 'frontend', None),
+    ('monitoring_dir', None, '/etc/prometheus/nimstack', 'monitoring', None),
+)
+P_DIR_SAME = 'is also the path of %s on this host'
+P_DIR_INSIDE = 'is inside %s on this host'
+P_DIR_HOLDS = 'holds %s on this host'
+ACCEPT_OWN_DIR = ('a path of its own: not the path of another directory the collection writes on the host, '
+                  'nor inside one, nor holding one (the teardown of one would remove the other)')
+
+
+def _in_effect(table, hvars, where, read):
+    """[(variable, value)] of the table's settings in effect on the host, in the table's order; where:
+    the set of its kinds (docker, exporters, frontend, monitoring); read: the value as compared. A
+    value its own rule refuses is left out (named by that rule)."""
     def get(name, default=None):
         return hvars.get(name, default)
 
     found = []
-    for name, follows, default, kind, when in LISTENERS:
+    for name, follows, default, kind, when in table:
         if kind not in where or (when is not None and not when(get)):
             continue
         # Named as the inventory sets it: the role's own name where set, else the inventory-wide one.
         shown = name if name in hvars or follows is None else follows
         value = get(name, get(follows, default) if follows else default)
         if check_value(shown, value) is None:
-            found.append((shown, as_int(value)[0]))
+            found.append((shown, read(value)))
     return found
+
+
+def host_listeners(hvars, where):
+    """[(variable, port)] the host listens on, in LISTENERS order (_in_effect)."""
+    return _in_effect(LISTENERS, hvars, where, lambda value: as_int(value)[0])
+
+
+def host_directories(hvars, where):
+    """[(variable, normalised path)] the collection writes on the host, in DIRECTORIES order."""
+    return _in_effect(DIRECTORIES, hvars, where, lambda value: '/' + posixpath.normpath(value).lstrip('/'))
+
+
+def _named(first, second, hvars):
+    """Of two clashing settings, (the one to name, the other): the one the inventory sets, the
+    later where both or neither are."""
+    return (first, second) if second not in hvars and first in hvars else (second, first)
+
+
+def directory_clash_problems(hvars, where):
+    """[(variable, path, problem)]: every directory equal to, inside or holding an earlier one of the
+    host, named by the one of the two that the inventory sets (the later where both are)."""
+    found = host_directories(hvars, where)
+    clashes = {}
+    for i, (name, path) in enumerate(found):
+        for other, other_path in found[:i]:
+            if path == other_path:
+                relation = P_DIR_SAME
+            elif path.startswith(other_path.rstrip('/') + '/'):
+                relation = P_DIR_INSIDE
+            elif other_path.startswith(path.rstrip('/') + '/'):
+                relation = P_DIR_HOLDS
+            else:
+                continue
+            shown, against = _named(other, name, hvars)
+            if shown != name:
+                # Seen from the other side: inside becomes holds.
+                relation = {P_DIR_INSIDE: P_DIR_HOLDS, P_DIR_HOLDS: P_DIR_INSIDE}.get(relation, relation)
+            clashes.setdefault((shown, relation), []).append(against)
+    # One problem per variable and relation, naming every directory it meets that way.
+    return [(shown, dict(found)[shown], relation % ', '.join(others)) for (shown, relation), others in clashes.items()]
 
 
 def clash_problems(hvars, where):
@@ -1402,10 +1467,9 @@ def clash_problems(hvars, where):
     for name, port in host_listeners(hvars, where):
         if port not in seen:
             seen[port] = name
-        elif name not in hvars and seen[port] in hvars:
-            clashes.append((seen[port], port, name))
         else:
-            clashes.append((name, port, seen[port]))
+            shown, against = _named(seen[port], name, hvars)
+            clashes.append((shown, port, against))
     return clashes
 
 
@@ -1414,8 +1478,9 @@ def check_inputs(hosts, host_vars, group_of=None, host_kinds=None):
 
     hosts: the hosts in inventory order. host_vars: {host: {variable: value}} with the variables
     the inventory or -e sets (only names in RULES are read). group_of: {host: nim_group}, to name a
-    whole deployment group instead of its hosts. host_kinds: {host: kinds} (LISTENERS' where) for the
-    check that no two listeners of a host share a port.
+    whole deployment group instead of its hosts. host_kinds: {host: kinds} (LISTENERS' and
+    DIRECTORIES' where) for the checks that no two listeners of a host share a port and no two
+    directories of a host meet.
     """
     findings = []
     for host in hosts:
@@ -1431,8 +1496,11 @@ def check_inputs(hosts, host_vars, group_of=None, host_kinds=None):
                 findings.append((host, (name, show(value, RULES[name].secret), problem, RULES[name].accepts)))
         for name, problem, accepts in cross_problems(hvars):
             findings.append((host, (name, show(hvars.get(name), RULES[name].secret), problem, accepts)))
-        for name, port, other in clash_problems(hvars, (host_kinds or {}).get(host, ())):
+        kinds = (host_kinds or {}).get(host, ())
+        for name, port, other in clash_problems(hvars, kinds):
             findings.append((host, (name, str(port), P_PORT_CLASH % other, ACCEPT_OWN_PORT)))
+        for name, path, problem in directory_clash_problems(hvars, kinds):
+            findings.append((host, (name, show(path), problem, ACCEPT_OWN_DIR)))
     return ['%s: %s=%s %s; accepted: %s' % (place, name, shown, problem, accepts)
             for place, (name, shown, problem, accepts) in by_place(hosts, findings, group_of)]
 

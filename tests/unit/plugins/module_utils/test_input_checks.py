@@ -566,3 +566,56 @@ def test_the_listeners_defaults_are_the_roles():
             assert defaults[name] == '{{ %s | default(%d) }}' % (follows, default), name
         else:
             assert defaults[name] == default, name
+
+
+def _directory_pairs():
+    names = [name for name, _follows, _default, _kind, _when in input_checks.DIRECTORIES]
+    return [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
+
+
+def test_a_host_with_every_directory_at_its_default_has_no_clash():
+    assert input_checks.directory_clash_problems({}, ALL_KINDS) == []
+    assert len(input_checks.host_directories({}, ALL_KINDS)) == len(input_checks.DIRECTORIES)
+
+
+@pytest.mark.parametrize('first,second', _directory_pairs())
+def test_two_directories_of_one_host_on_one_path_are_refused_naming_both(first, second):
+    problems = input_checks.check_inputs(['gpu-1'], {'gpu-1': {first: '/srv/shared', second: '/srv/shared/'}},
+                                         host_kinds={'gpu-1': ALL_KINDS})
+    assert problems == ['host gpu-1: %s="/srv/shared" is also the path of %s on this host; accepted: %s'
+                        % (second, first, input_checks.ACCEPT_OWN_DIR)]
+
+
+def test_a_directory_inside_another_is_refused_from_the_side_the_inventory_set():
+    # The inventory moved the front door's directory under the Docker path's own: the front door's is named.
+    problems = input_checks.check_inputs(['gpu-1'], {'gpu-1': {'nim_frontend_config_dir': '/etc/nimstack/nim/frontend'}},
+                                         host_kinds={'gpu-1': ALL_KINDS})
+    assert problems == ['host gpu-1: nim_frontend_config_dir="/etc/nimstack/nim/frontend" is inside '
+                        'nim_docker_config_dir on this host; accepted: %s' % input_checks.ACCEPT_OWN_DIR]
+    problems = input_checks.check_inputs(['gpu-1'], {'gpu-1': {'monitoring_dir': '/etc/nimstack'}},
+                                         host_kinds={'gpu-1': ALL_KINDS})
+    assert len(problems) == 1 and problems[0].startswith(
+        'host gpu-1: monitoring_dir="/etc/nimstack" holds nim_docker_config_dir, ssh_mesh_dir, nim_firewall_rules_file, '
+        'nim_frontend_config_dir on this host')
+    # A sibling that shares a prefix of its name is apart.
+    assert input_checks.check_inputs(['gpu-1'], {'gpu-1': {'monitoring_dir': '/etc/nimstack/nim2'}},
+                                     host_kinds={'gpu-1': ALL_KINDS}) == []
+
+
+def test_a_directory_not_in_effect_on_the_host_does_not_clash():
+    # Only the front door's host has the front door's directories; a ray group has no mesh.
+    assert input_checks.check_inputs(['gpu-1'], {'gpu-1': {'nim_frontend_config_dir': '/etc/nimstack/nim'}},
+                                     host_kinds={'gpu-1': {'docker'}}) == []
+    assert input_checks.check_inputs(['gpu-1'], {'gpu-1': {'nim_launch_contract': 'ray', 'ssh_mesh_dir': '/etc/nimstack/nim'}},
+                                     host_kinds={'gpu-1': {'docker'}}) == []
+    assert input_checks.check_inputs(['gpu-1'], {'gpu-1': {'nim_group_firewall': False,
+                                                           'nim_firewall_rules_file': '/etc/nimstack/nim/rules.nft'}},
+                                     host_kinds={'gpu-1': {'docker'}}) == []
+
+
+def test_the_directories_defaults_are_the_roles():
+    defaults = {}
+    for _role, _entry, name, option in _spec_options():
+        defaults.setdefault(name, option.get('default'))
+    for name, _follows, default, _kind, _when in input_checks.DIRECTORIES:
+        assert defaults[name] == default, name
