@@ -58,6 +58,14 @@ def _raw(hostvars, host):
         return {}
 
 
+def _address(hostvars, host):
+    try:
+        value = hostvars[host].get('ansible_host')
+        return None if value is None else str(value)
+    except Exception:  # pylint: disable=broad-except
+        return None
+
+
 def _controller_settings(hvars):
     """The settings of the controller's plays that a host's variables hold."""
     picked = {}
@@ -94,7 +102,7 @@ def inventory_problems(hostvars, groups, ansible_version, node_group=None,
         for host in hosts:
             facts = node_vars[host].get('ansible_facts') or {}
             host_facts[host] = dict((name, facts.get(name)) for name in _OS_FACTS)
-    input_vars = node_settings = controller = None
+    input_vars = node_settings = controller = addresses = None
     if check_inputs:
         input_hosts = list(hosts)
         for group in input_groups or ():
@@ -109,6 +117,8 @@ def inventory_problems(hostvars, groups, ansible_version, node_group=None,
             prefixed[host] = [n for n in hvars if isinstance(n, str) and n.startswith(_input_checks.SETTING_PREFIXES)]
             if host in nodes:
                 node_settings[host] = _controller_settings(hvars)
+        # The monitoring hosts' addresses: the firewall's default lets them in by ansible_host.
+        addresses = dict((host, _address(hostvars, host)) for host in (groups or {}).get('nim_monitoring') or ())
         group_of = dict((host, host_vars[host].get('nim_group') or default_group) for host in hosts)
         for warning in _checks.unknown_settings(prefixed, _known(), group_of):
             Display().warning(warning)
@@ -125,7 +135,8 @@ def inventory_problems(hostvars, groups, ansible_version, node_group=None,
                                        supported_os=supported_os or _checks.DEFAULT_SUPPORTED_OS,
                                        host_facts=host_facts, input_vars=input_vars,
                                        inventory=check_inventory, node_settings=node_settings,
-                                       controller_settings=controller, plan_settings=_plan.SETTING_NAMES)
+                                       controller_settings=controller, plan_settings=_plan.SETTING_NAMES,
+                                       monitoring_addresses=addresses)
     except _checks.InventoryCheckError as exc:
         raise AnsibleFilterError('inventory_problems: %s' % exc)
 

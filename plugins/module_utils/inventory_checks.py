@@ -13,9 +13,10 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import difflib
+import ipaddress
 import re
 
-from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import SETTING_PREFIXES, by_place, check_inputs
+from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import SETTING_PREFIXES, as_bool, by_place, check_inputs
 from ansible_collections.nimstack.multinode.plugins.module_utils.platforms import SUPPORTED_OS
 
 DEFAULT_NODE_GROUP = 'nim_nodes'
@@ -288,11 +289,55 @@ def host_kinds(groups, nodes, input_vars):
     return kinds
 
 
+PROBLEM_MONITOR_ON_KUBERNETES = (
+    "nim_monitoring host %s is a host of group '%s', which runs on Kubernetes (nim_deployment_mode=kubernetes): "
+    "the hosts of a Kubernetes group are never contacted, and the monitoring of a Kubernetes group is the "
+    "Prometheus Operator's (nim_k8s_monitoring); put the monitoring host on another host")
+PROBLEM_MONITOR_ADDRESS = (
+    "nim_monitoring host %s has %s, not an IP address, and the firewall of the Docker groups lets the "
+    "monitoring host in by its address (nim_monitoring_sources is not set, so its default is the IP ansible_host "
+    "of each nim_monitoring host): Prometheus's scrapes would be dropped; set the host's ansible_host to its IP "
+    "address, or nim_monitoring_sources to the addresses (or CIDRs) it scrapes from")
+
+
+def _is_address(value):
+    try:
+        ipaddress.ip_address(str(value))
+    except ValueError:
+        return False
+    return True
+
+
+def monitoring_host_problems(groups, nodes, input_vars, addresses):
+    """What the inventory's nim_monitoring hosts cannot be: a host of a Kubernetes group, or, where a
+    firewalled Docker group lets them in by their address (no nim_monitoring_sources), a host without
+    an IP ansible_host. addresses: {monitoring host: its ansible_host, None where unset}."""
+    monitors = list((groups or {}).get('nim_monitoring') or ())
+    problems = []
+    for host in monitors:
+        hvars = input_vars.get(host) or {}
+        if host in nodes and str(hvars.get('nim_deployment_mode', 'docker')) == 'kubernetes':
+            problems.append(PROBLEM_MONITOR_ON_KUBERNETES % (host, hvars.get('nim_group', 'default')))
+
+    def by_address(hvars):
+        firewall = hvars.get('nim_firewall_enabled', hvars.get('nim_group_firewall', True))
+        return (str(hvars.get('nim_deployment_mode', 'docker')) == 'docker' and as_bool(firewall)
+                and 'nim_monitoring_sources' not in hvars and 'nim_firewall_monitoring_sources' not in hvars)
+
+    if any(by_address(input_vars.get(host) or {}) for host in nodes):
+        for host in monitors:
+            address = (addresses or {}).get(host)
+            if not _is_address(address):
+                shown = 'no ansible_host' if address is None else 'ansible_host=%s' % address
+                problems.append(PROBLEM_MONITOR_ADDRESS % (host, shown))
+    return problems
+
+
 def check_inventory(groups, host_vars, ansible_version, node_group=DEFAULT_NODE_GROUP,
                     default_group='default', min_version=DEFAULT_MIN_VERSION,
                     max_version=DEFAULT_MAX_VERSION, supported_os=DEFAULT_SUPPORTED_OS,
                     host_facts=None, input_vars=None, inventory=True, node_settings=None, controller_settings=None,
-                    plan_settings=()):
+                    plan_settings=(), monitoring_addresses=None):
     """Run every check; return the list of problems (empty when all is well).
 
     inventory False leaves out the version, node group, group name and rank checks (a later OS
@@ -304,7 +349,8 @@ def check_inventory(groups, host_vars, ansible_version, node_group=DEFAULT_NODE_
     host_facts None skips the OS check (no host contacted, e.g. controller-only planning).
     input_vars ({host: {variable: value}}, the public variables the inventory sets on the nodes
     and on other hosts the collection configures, e.g. the NFS server) adds the type, range and
-    format checks of input_checks; None skips them.
+    format checks of input_checks and those of the monitoring hosts (monitoring_addresses: {host of
+    nim_monitoring: its ansible_host}); None skips them.
     """
     group_problems, hosts = check_group_members(groups, node_group)
     problems = []
@@ -319,6 +365,7 @@ def check_inventory(groups, host_vars, ansible_version, node_group=DEFAULT_NODE_
             group_of[host] = default_group if group is None else group
         others = [host for host in input_vars if host not in group_of]
         problems.extend(check_inputs(hosts + others, input_vars, group_of, host_kinds(groups, hosts, input_vars)))
+        problems.extend(monitoring_host_problems(groups, hosts, input_vars, monitoring_addresses))
     if node_settings is not None:
         group_of = dict((host, (host_vars.get(host) or {}).get('nim_group') or default_group) for host in hosts)
         problems.extend(check_controller_settings(hosts, node_settings, controller_settings or {}, group_of,

@@ -14,6 +14,7 @@ from ansible_collections.nimstack.multinode.plugins.module_utils.inventory_check
     check_host_vars,
     check_inventory,
     check_os,
+    monitoring_host_problems,
     parse_rank,
     parse_version,
 )
@@ -248,3 +249,39 @@ def test_a_misspelt_setting_is_warned_of_with_the_nearest_name():
         "group 'llama' (hosts gpu-1, gpu-2): nim_api_prot is not a setting of the collection, so nothing reads it "
         '(did you mean nim_api_port?)',
         'host gpu-2: nim_totally_new is not a setting of the collection, so nothing reads it']
+
+
+MONITORED = {'nim_nodes': ['gpu-1', 'gpu-2'], 'nim_monitoring': ['mon-1']}
+
+
+def test_a_monitoring_host_with_an_ip_address_passes():
+    assert monitoring_host_problems(MONITORED, ['gpu-1', 'gpu-2'], {}, {'mon-1': '10.0.0.50'}) == []
+    assert monitoring_host_problems(MONITORED, ['gpu-1', 'gpu-2'], {}, {'mon-1': 'fd00::50'}) == []
+
+
+@pytest.mark.parametrize('address, shown', [(None, 'no ansible_host'), ('mon-1.example.com', 'ansible_host=mon-1.example.com'),
+                                            ('10.0.0.50/24', 'ansible_host=10.0.0.50/24')])
+def test_a_monitoring_host_the_firewall_cannot_let_in_by_address_is_refused(address, shown):
+    problems = monitoring_host_problems(MONITORED, ['gpu-1', 'gpu-2'], {}, {'mon-1': address})
+    assert len(problems) == 1
+    assert problems[0].startswith('nim_monitoring host mon-1 has %s, not an IP address' % shown)
+    assert 'nim_monitoring_sources' in problems[0]
+
+
+@pytest.mark.parametrize('settings', [{'nim_monitoring_sources': ['10.0.0.0/24']},
+                                      {'nim_firewall_monitoring_sources': ['10.0.0.50']},
+                                      {'nim_group_firewall': False}, {'nim_firewall_enabled': 'no'},
+                                      {'nim_deployment_mode': 'kubernetes'}])
+def test_a_monitoring_host_by_name_passes_where_no_firewall_lets_it_in_by_address(settings):
+    input_vars = {'gpu-1': dict(settings), 'gpu-2': dict(settings)}
+    assert monitoring_host_problems(MONITORED, ['gpu-1', 'gpu-2'], input_vars, {'mon-1': 'mon-1.example.com'}) == []
+
+
+def test_a_monitoring_host_of_a_kubernetes_group_is_refused():
+    groups = {'nim_nodes': ['k8s-1', 'k8s-2'], 'nim_monitoring': ['k8s-1']}
+    input_vars = dict((host, {'nim_deployment_mode': 'kubernetes', 'nim_group': 'k8s'}) for host in ('k8s-1', 'k8s-2'))
+    problems = monitoring_host_problems(groups, ['k8s-1', 'k8s-2'], input_vars, {'k8s-1': '10.0.0.1'})
+    assert problems == ["nim_monitoring host k8s-1 is a host of group 'k8s', which runs on Kubernetes "
+                        "(nim_deployment_mode=kubernetes): the hosts of a Kubernetes group are never contacted, and "
+                        "the monitoring of a Kubernetes group is the Prometheus Operator's (nim_k8s_monitoring); "
+                        "put the monitoring host on another host"]
