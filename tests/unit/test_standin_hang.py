@@ -1,6 +1,6 @@
 """The lab stand-in's hang (tests/lab/standin: node.HANG_MARK in a prompt): a group that runs but
 does not serve, with no process exiting and the operation watchdog silent; and a stream that
-stalls (server.STALL_MARK)."""
+stalls (server.STALL_MARK); a group whose completions fail from a marked one on (server.FAIL_MARK)."""
 
 import json
 import os
@@ -131,5 +131,24 @@ def test_a_stream_whose_prompt_holds_the_stall_mark_stops_after_its_first_token(
         with urllib.request.urlopen(_completion(base), timeout=5) as answer:
             assert answer.status == 200
         assert group.aborted == [] and server.STATE.hung is None
+    finally:
+        http.shutdown()
+
+
+def test_every_completion_fails_from_one_whose_prompt_holds_the_fail_mark_health_still_ready(monkeypatch):
+    group = FakeGroup(hangs=False)
+    base, http = serve(group, monkeypatch)
+    try:
+        with urllib.request.urlopen(_completion(base), timeout=5) as answer:
+            assert answer.status == 200
+        marked = _completion(base, messages=[{'role': 'user', 'content': server.FAIL_MARK}])
+        with pytest.raises(urllib.error.HTTPError) as failed:
+            urllib.request.urlopen(marked, timeout=5)
+        assert failed.value.code == 500
+        with pytest.raises(urllib.error.HTTPError) as failed:
+            urllib.request.urlopen(_completion(base), timeout=5)
+        assert failed.value.code == 500 and server.FAIL_MARK in failed.value.read().decode()
+        assert _get(base + '/v1/health/ready') == 200
+        assert group.aborted == []
     finally:
         http.shutdown()

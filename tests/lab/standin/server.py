@@ -45,6 +45,9 @@ QUEUE_TIMEOUT_S = 300
 # A fault to test against: every completion answers 500 while /v1/health/ready stays 200 (a
 # release that loads but cannot answer, which only a smoke test catches).
 FAIL_COMPLETIONS = (os.environ.get('NIM_STANDIN_FAIL_COMPLETIONS') or '').lower() in ('1', 'true', 'yes')
+# The same fault from a running group on: a completion whose prompt holds this mark fails, and so
+# does every completion after it until the process ends, health still ready.
+FAIL_MARK = 'nimstack-standin: fail every completion'
 # A fault to test against on rank 0: a streamed answer whose prompt holds this mark stops after its
 # first token and holds its slot and connection for ever, the rest of the group serving on.
 STALL_MARK = 'nimstack-standin: stall this stream'
@@ -66,6 +69,8 @@ class State(object):
         # Why the group hangs (a worker's hang, node.HANG_MARK): every completion then waits for
         # ever and nothing ends the group.
         self.hung = None
+        # Why every completion fails (server.FAIL_MARK seen), or None.
+        self.failing = None
         self.requests = queue.Queue()
 
 
@@ -170,6 +175,12 @@ class Handler(BaseHTTPRequestHandler):
             prompt = prompt_of(path, body)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             self.refuse(400, error_body('invalid request: %s' % exc, 'BadRequestError', 400))
+            return
+        if FAIL_MARK in prompt and not STATE.failing:
+            STATE.failing = 'a completion held %r: every completion fails from then on' % FAIL_MARK
+            log(STATE.failing, 'ERROR')
+        if STATE.failing:
+            self.refuse(500, error_body(STATE.failing, 'InternalServerError', 500))
             return
         model = body.get('model', STATE.model['served_name'])
         if model != STATE.model['served_name']:

@@ -1,0 +1,281 @@
+#!/usr/bin/env bash
+# Benchmark (not a test, not in `make test`): faults under load, on the Docker path. On a 5-host
+# lab, two groups of two hosts (fa on hosts 1-2, fb on hosts 3-4; mpi, supervisors on,
+# nim_group_serving_timeout BENCH_SERVING_TIMEOUT) serve one model behind the front door, and host
+# 5 also runs the monitoring (Prometheus and Alertmanager, NIMGroupNotServing after 10 s).
+# bench_faults.py streams BENCH_CLIENTS clients through the front door all along, and one client
+# straight to each leader. Each fault strikes the worker of one group, the groups taking turns,
+# after both have served for BENCH_STEADY_S:
+#   rank-killed            docker kill of the rank's container
+#   rank-frozen            docker pause of the rank's container (running, but hung)
+#   group-hung             the stand-in's hang: a rank hangs the group, no process exits
+#   completions-failing    the stand-in fails every completion, health still ready
+#   worker-partitioned     nftables drops everything between the worker and the leader, BENCH_PARTITION_S
+#   engine-restarted       systemctl restart docker on the worker's host
+#   host-rebooted          the worker's host restarted (docker restart of the lab host)
+#   run-interrupted        a deploy_docker.yml of the group killed while it holds the supervisors
+#                          (lease BENCH_LEASE_S), then the rank killed: healed once the hold expires
+#   host-lost              the worker's host stopped for good (started again for the re-run)
+# For each: when the group serves again (a completion straight to its leader), its supervisor's
+# state, NIMGroupNotServing firing and clearing in Prometheus; then one site.yml re-run, which must
+# end serving. Writes build/bench/faults/{requests,series,faults}.jsonl, result.json (one row per
+# fault: bench_faults.py report) and faults.png (bench_faults.py plot).
+#
+#   benchmarks/bench-faults.sh
+#   BENCH_FAULTS="rank-killed group-hung" benchmarks/bench-faults.sh     some faults only
+#   LAB_KEEP=1 benchmarks/bench-faults.sh     leave the lab up (LAB_REUSE=1 takes it again)
+#
+# Its own lab (NIMSTACK_LAB_PREFIX, default nimstack-flt on 172.30.91.0/24), torn down at the end
+# unless LAB_KEEP=1. Not here: a controller killed in a restart wave, a model source or registry
+# down mid-transfer, a full cache disk, and the Kubernetes faults (docs/operations.md says so).
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+export NIMSTACK_LAB_PREFIX=${NIMSTACK_LAB_PREFIX:-nimstack-flt}
+export NIMSTACK_LAB_SUBNET=${NIMSTACK_LAB_SUBNET:-172.30.91.0/24}
+export NIMSTACK_LAB_DIR=${NIMSTACK_LAB_DIR:-$repo/build/lab-flt}
+export PATH=$repo/.venv/bin:$PATH
+out=build/bench/faults
+logs=$out/logs
+# shellcheck source=tests/e2e/lib-lab-test.sh
+source "$repo/tests/e2e/lib-lab-test.sh"
+clients=${BENCH_CLIENTS:-4}
+steady=${BENCH_STEADY_S:-10}
+serving_timeout=${BENCH_SERVING_TIMEOUT:-20}
+partition_s=${BENCH_PARTITION_S:-60}
+lease=${BENCH_LEASE_S:-45}
+# How long after a fault's end the group may take to serve again before the row says it did not.
+serve_bound=${BENCH_SERVE_BOUND_S:-180}
+read -r -a faults <<<"${BENCH_FAULTS:-rank-killed rank-frozen group-hung completions-failing worker-partitioned engine-restarted host-rebooted run-interrupted host-lost}"
+declare -A leader_of=([fa]=$prefix-1 [fb]=$prefix-3) worker_of=([fa]=$prefix-2 [fb]=$prefix-4) other_of=([fa]=fb [fb]=fa)
+door_host=$prefix-5
+now() { date +%s.%N; }
+
+load_pid=''
+finish() {
+  [[ -z $load_pid ]] || { touch "$out/stop"; wait "$load_pid" 2>/dev/null || true; }
+  [[ -n "${LAB_KEEP:-}" ]] || lab_down >/dev/null 2>&1 || true
+}
+trap finish EXIT
+
+rm -rf "$out"
+mkdir -p "$logs"
+step "5-host lab, model source and stand-in image archive"
+lab_fresh build/standin/nim-standin.tar 5
+lab_group_vars=("nim_group_supervisor: true" "nim_group_serving_timeout: $serving_timeout")
+python3 - "$inventory" "$NIMSTACK_LAB_DIR/faults-hosts.yml" "$door_host" <<'EOF'
+import sys
+import yaml
+src, dest, door = sys.argv[1:]
+with open(src) as handle:
+    inv = yaml.safe_load(handle)
+nodes = inv['all']['children']['nim_nodes']
+host = nodes['hosts'].pop(door)
+inv['all']['vars'] = nodes.pop('vars')
+inv['all']['children']['nim_monitoring'] = {'hosts': {door: host}}
+inv['all']['children']['nim_frontend'] = {'hosts': {door: None}}
+with open(dest, 'w') as handle:
+    yaml.safe_dump(inv, handle, default_flow_style=False)
+EOF
+inventory=$NIMSTACK_LAB_DIR/faults-hosts.yml
+{
+  echo "all:"
+  echo "  hosts:"
+  lab_group fa mpi 5 "${leader_of[fa]}" "${worker_of[fa]}"
+  lab_group fb mpi 5 "${leader_of[fb]}" "${worker_of[fb]}"
+  echo "  children:"
+  echo "    nim_monitoring:"
+  echo "      vars:"
+  echo "        monitoring_scrape_interval: 5s"
+  echo "        monitoring_evaluation_interval: 5s"
+  echo "        monitoring_alert_thresholds:"
+  echo "          not_serving_for: 10s"
+} >"$NIMSTACK_LAB_DIR/faults.yml"
+play_args+=(-i "$NIMSTACK_LAB_DIR/faults.yml")
+
+step "site.yml: groups fa and fb, the front door and the monitoring on $door_host"
+play_ok "$logs/site.log"
+door=http://$(lab_addr "$door_host"):8080
+prom=http://$(lab_addr "$door_host"):9090
+model=$(curl -fsS --max-time 5 "$door/v1/models" | python3 -c 'import json, sys; print(json.load(sys.stdin)["data"][0]["id"])')
+driver=(python3 benchmarks/bench_faults.py load --door "$door" --door-metrics "http://$(lab_addr "$door_host"):8405/metrics"
+        --model "$model" --clients "$clients" --out "$out")
+for g in fa fb; do
+  driver+=(--group "$g=http://$(lab_addr "${leader_of[$g]}"):8000" --host "${leader_of[$g]}=$g" --host "${worker_of[$g]}=$g")
+done
+"${driver[@]}" >"$logs/load.log" 2>&1 &
+load_pid=$!
+
+# Whether group $1 answers one completion straight from its leader within $2 s.
+answers() {
+  docker exec -i "${leader_of[$1]}" python3 - 127.0.0.1 8000 'Say hi' 8 "${2:-10}" \
+    <roles/nim_docker/files/nim_smoke.py >/dev/null 2>&1
+}
+# The supervisor's state of group $1 (on its leader), or "?".
+sup_state() {
+  on "${leader_of[$1]}" python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["state"])' \
+    "/etc/nimstack/nim/$1/supervisor-state.json" 2>/dev/null || echo "?"
+}
+# NIMGroupNotServing of group $1 in Prometheus: firing, pending or "".
+alert_state() {
+  curl -fsS --max-time 5 "$prom/api/v1/alerts" 2>/dev/null | python3 -c 'import json, sys
+states = [a["state"] for a in json.load(sys.stdin)["data"]["alerts"]
+          if a["labels"].get("alertname") == "NIMGroupNotServing" and a["labels"].get("group") == sys.argv[1]]
+print("firing" if "firing" in states else (states[0] if states else ""))' "$1" || echo "?"
+}
+# A completion from group $1's leader whose prompt holds the stand-in's mark $2, left to hang or fail.
+marked_completion() {
+  docker exec -i "${leader_of[$1]}" python3 - "$2" <<'EOF' || true
+import json
+import sys
+import urllib.request
+api = 'http://127.0.0.1:8000/v1/'
+model = json.load(urllib.request.urlopen(api + 'models', timeout=5))['data'][0]['id']
+body = {'model': model, 'max_tokens': 4, 'messages': [{'role': 'user', 'content': sys.argv[1]}]}
+request = urllib.request.Request(api + 'chat/completions', data=json.dumps(body).encode(), method='POST',
+                                 headers={'Content-Type': 'application/json'})
+try:
+    urllib.request.urlopen(request, timeout=5).read()
+except OSError:
+    pass
+EOF
+}
+# Both groups serve, straight and through the front door, for $steady s.
+steady_state() {
+  local t_end=$((SECONDS + 240)) since=''
+  while :; do
+    if answers fa 10 && answers fb 10 && [[ -z $(alert_state fa) && -z $(alert_state fb) ]]; then
+      [[ -n $since ]] || since=$SECONDS
+      ((SECONDS - since >= steady)) && return 0
+    else
+      since=''
+    fi
+    ((SECONDS < t_end)) || fail "the groups did not both serve, with no alert, within 240 s (fa $(sup_state fa), fb $(sup_state fb))"
+    sleep 2
+  done
+}
+
+# Each inject_<fault> strikes group $1's worker and returns once the fault has ended (its end is
+# when it returns); ended='' where the fault lasts (host-lost).
+inject_rank-killed() { on "${worker_of[$1]}" docker kill "nim-$1" >/dev/null; }
+inject_rank-frozen() {
+  local w=${worker_of[$1]} t_end=$((SECONDS + serving_timeout + 120))
+  on "$w" docker pause "nim-$1" >/dev/null
+  # It ends when the supervisor restarts the rank (a paused container stopped and started).
+  while [[ $(on "$w" docker inspect -f '{{.State.Paused}}' "nim-$1") == true ]]; do
+    if ((SECONDS >= t_end)); then
+      on "$w" docker unpause "nim-$1" >/dev/null
+      note="still paused $((serving_timeout + 120)) s after the fault: unpaused by the benchmark"
+      return
+    fi
+    sleep 1
+  done
+}
+inject_group-hung() { marked_completion "$1" 'nimstack-standin: hang the group'; }
+inject_completions-failing() { marked_completion "$1" 'nimstack-standin: fail every completion'; }
+inject_worker-partitioned() {
+  local w=${worker_of[$1]} l
+  l=$(lab_addr "${leader_of[$1]}")
+  on "$w" nft -f - <<EOF
+table inet nimstack_bench_fault {
+  chain input { type filter hook input priority -10; policy accept; ip saddr $l drop; }
+  chain output { type filter hook output priority -10; policy accept; ip daddr $l drop; }
+}
+EOF
+  sleep "$partition_s"
+  on "$w" nft delete table inet nimstack_bench_fault
+}
+inject_engine-restarted() { on "${worker_of[$1]}" systemctl restart docker; }
+inject_host-rebooted() {
+  local w=${worker_of[$1]} t_end=$((SECONDS + 120))
+  docker restart "$w" >/dev/null
+  until on "$w" systemctl is-active --quiet docker 2>/dev/null; do
+    ((SECONDS < t_end)) || { note="the host's Docker engine was not active 120 s after the reboot"; return; }
+    sleep 1
+  done
+}
+inject_run-interrupted() {
+  local g=$1 hold=/etc/nimstack/nim/$1/maintenance bg run_pid t_end=$((SECONDS + 240)) expires
+  # Of both groups (a deploy of converged groups re-forms neither): only group $g's rank is killed.
+  PLAYBOOK=playbooks/deploy_docker.yml play "$logs/deploy-interrupted-$g.log" -e "nim_group_hold_lease=$lease" &
+  bg=$!
+  until on "${worker_of[$g]}" test -s "$hold" 2>/dev/null; do
+    ((SECONDS < t_end)) || { note="the deploy held no supervisor within 240 s"; kill "$bg"; wait "$bg" || true; return; }
+    sleep 1
+  done
+  run_pid=$(pgrep -P "$bg" -f ansible-playbook || true)
+  if [[ -n $run_pid ]]; then
+    kill -INT "$run_pid"
+    for _ in $(seq 20); do kill -0 "$run_pid" 2>/dev/null || break; sleep 1; done
+    kill -KILL "$run_pid" 2>/dev/null || true
+  fi
+  wait "$bg" || true
+  expires=$(on "${worker_of[$g]}" python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["expires"])' "$hold")
+  on "${worker_of[$g]}" docker kill "nim-$g" >/dev/null
+  note="the run killed with its hold live; the rank killed $((expires - $(date +%s))) s before the hold expired"
+  # The fault lasts as long as the dead run's hold does.
+  while (($(date +%s) < expires)); do sleep 1; done
+}
+inject_host-lost() { docker stop "${worker_of[$1]}" >/dev/null; lost=1; }
+
+turn=0
+for fault in "${faults[@]}"; do
+  declare -F "inject_$fault" >/dev/null || fail "no such fault: $fault"
+  g=$([[ $((turn % 2)) == 0 ]] && echo fa || echo fb) turn=$((turn + 1))
+  step "$fault in group $g (worker ${worker_of[$g]}), the clients streaming all along"
+  steady_state
+  note='' lost=''
+  struck=$(now)
+  "inject_$fault" "$g"
+  ended=None
+  [[ -n $lost ]] || ended=$(now)
+  served='' fired='' cleared='' t_end=$((SECONDS + serve_bound))
+  while :; do
+    state=$(alert_state "$g")
+    [[ -z $fired && $state == firing ]] && fired=$(python3 -c "print(round($(now) - $struck, 1))")
+    if [[ -z $served ]] && answers "$g" 10; then
+      served=$(now)
+      echo "   serves again $(python3 -c "print(round($served - $struck, 1))") s after the fault struck"
+    fi
+    if [[ -n $served ]]; then
+      if [[ -z $fired || -z $state ]]; then
+        [[ -n $fired ]] && cleared=$(python3 -c "print(round($(now) - $struck, 1))")
+        break
+      fi
+      ((SECONDS < t_end + 60)) || break
+    fi
+    if [[ -z $served ]] && { ((SECONDS >= t_end)) || [[ -n $lost && $(sup_state "$g") == failed && -n $fired ]]; }; then
+      break
+    fi
+    sleep 1
+  done
+  sup=$(sup_state "$g")
+  echo "   supervisor: $sup; NIMGroupNotServing fired ${fired:-never}, cleared ${cleared:-no}${note:+; $note}"
+  python3 - "$out/faults.jsonl" <<EOF
+import json, sys
+row = {'fault': '$fault', 'group': '$g', 'other': '${other_of[$g]}', 'struck': $struck, 'ended': $ended,
+       'served': ${served:-None}, 'state': '$sup', 'alert_fired_s': ${fired:-None}, 'alert_cleared_s': ${cleared:-None},
+       'note': '''$note'''}
+with open(sys.argv[1], 'a') as handle:
+    handle.write(json.dumps(row) + '\n')
+EOF
+  if [[ -n $lost ]]; then
+    step "the lost host back, then site.yml: it changes what the fault changed and ends serving"
+    docker start "${worker_of[$g]}" >/dev/null
+    play_ok "$logs/site-after.log"
+    answers "$g" 20 || fail "group $g does not serve after the re-run of site.yml"
+    echo "   re-run: changed=$(recap changed "$logs/site-after.log")"
+  fi
+done
+
+touch "$out/stop"
+wait "$load_pid" || true
+load_pid=''
+step "result"
+python3 benchmarks/bench_faults.py report --out "$out" | tee "$logs/report.json" | python3 -c 'import json, sys
+for row in json.load(sys.stdin)["faults"]:
+    print("   %(fault)-20s %(group)s door failed %(door_failed_in_flight)s in flight + %(door_failed_after)s after, "
+          "other group failed %(other_group_failed)s, door out %(door_out_s)s s, serving %(served_again_after_fault_s)s s, "
+          "state %(state)s, alert %(alert_fired_s)s/%(alert_cleared_s)s" % row)'
+python3 benchmarks/bench_faults.py plot --out "$out" "$out/faults.png"
+echo "bench-faults.sh: done in $((SECONDS - t_start)) s; $out/result.json, $out/faults.png"
