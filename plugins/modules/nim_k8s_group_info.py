@@ -13,7 +13,8 @@ version_added: 0.1.0
 description:
   - Reads, in one call with one API client, the workload of a deployment group (its LeaderWorkerSet,
     or its NIMService and the LeaderWorkerSet the NIM Operator made of it, or the NIMCache that
-    downloads its model and the pods of its caching Job), the group's pods, its
+    downloads its model and the pods of its caching Job), or a component's Deployment (a controller
+    the collection installs, its pods by the Deployment's selector), the workload's pods, its
     PersistentVolumeClaims (O(claims) and those its pods mount), the events of the namespace, and
     the cluster's storage classes while a claim is not bound and its nodes while a pod is not placed.
   - Returns RV(state) V(ready) when the workload has rolled out (every replica on the current
@@ -36,7 +37,7 @@ options:
   kind:
     description: The group's workload.
     type: str
-    choices: [LeaderWorkerSet, NIMService, NIMCache]
+    choices: [LeaderWorkerSet, NIMService, NIMCache, Deployment]
     default: LeaderWorkerSet
   name:
     description: Name of the workload.
@@ -140,7 +141,7 @@ from ansible_collections.nimstack.multinode.plugins.module_utils.k8s_capacity im
 from ansible_collections.nimstack.multinode.plugins.module_utils.k8s_diagnose import CLAIM_GRACE, PULL_GRACE, diagnose
 
 _WORKLOAD_API = {'LeaderWorkerSet': 'leaderworkerset.x-k8s.io/v1', 'NIMService': 'apps.nvidia.com/v1alpha1',
-                 'NIMCache': 'apps.nvidia.com/v1alpha1'}
+                 'NIMCache': 'apps.nvidia.com/v1alpha1', 'Deployment': 'apps/v1'}
 # The NIM Operator runs a NIMCache's download as the Job <name>-job into the claim <name>-pvc
 # (internal/controller/nimcache_controller.go, internal/shared/pvc.go, v3.1.2); the Job controller
 # labels its pods job-name=<job>.
@@ -158,10 +159,15 @@ def read_group(service, params):
                   'resources': service.find(kind, _WORKLOAD_API[kind], name=name, namespace=namespace)['resources']}
                  for kind, name in names]
     if params['kind'] == 'NIMCache':
-        selector = '%s=%s-job' % (_JOB_NAME_LABEL, params['name'])
+        selectors = ['%s=%s-job' % (_JOB_NAME_LABEL, params['name'])]
+    elif params['kind'] == 'Deployment':
+        # Its pods are those its selector's labels match (a selector of expressions alone reads none).
+        found = workloads[0]['resources']
+        labels = ((((found[0] if found else {}).get('spec') or {}).get('selector') or {}).get('matchLabels') or {})
+        selectors = ['%s=%s' % item for item in sorted(labels.items())]
     else:
-        selector = '%s=%s' % (LWS_NAME_LABEL, lws_name)
-    pods = service.find('Pod', 'v1', namespace=namespace, label_selectors=[selector])['resources']
+        selectors = ['%s=%s' % (LWS_NAME_LABEL, lws_name)]
+    pods = service.find('Pod', 'v1', namespace=namespace, label_selectors=selectors)['resources'] if selectors else []
     mounted = set(params['claims'] or (['%s-pvc' % params['name']] if params['kind'] == 'NIMCache' else []))
     for pod in pods:
         for volume in (pod.get('spec') or {}).get('volumes') or []:

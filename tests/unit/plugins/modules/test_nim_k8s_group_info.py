@@ -85,3 +85,25 @@ def test_a_nimcache_its_caching_jobs_pods_and_the_operators_claim_are_read():
     assert [p['metadata']['name'] for p in pods] == ['nim-alpha-cache-job-x7k2p']
     assert [c['metadata']['name'] for c in claims] == ['nim-alpha-cache-pvc']
     assert ('Pod', None, 'nim', ('job-name=nim-alpha-cache-job',)) in service.calls
+
+
+def test_a_components_deployment_and_the_pods_its_selector_matches_are_read():
+    deployment = obj('Deployment', 'lws-controller-manager', namespace='lws-system',
+                     spec={'selector': {'matchLabels': {'control-plane': 'controller-manager'}}})
+    pod = obj('Pod', 'lws-controller-manager-7d9-x', namespace='lws-system', status={'phase': 'Pending'})
+    pod['metadata']['labels'] = {'control-plane': 'controller-manager'}
+    other = obj('Pod', 'other', namespace='lws-system')
+    service = FakeService([deployment, pod, other])
+    workloads, pods = read_group(service, {'kind': 'Deployment', 'name': 'lws-controller-manager',
+                                           'namespace': 'lws-system', 'lws_name': '', 'claims': []})[:2]
+    assert [(w['kind'], w['name'], len(w['resources'])) for w in workloads] == [('Deployment', 'lws-controller-manager', 1)]
+    assert [p['metadata']['name'] for p in pods] == ['lws-controller-manager-7d9-x']
+    assert ('Pod', None, 'lws-system', ('control-plane=controller-manager',)) in service.calls
+
+
+def test_a_deployment_not_there_yet_reads_no_pod():
+    service = FakeService([obj('Pod', 'stray', namespace='lws-system')])
+    workloads, pods = read_group(service, {'kind': 'Deployment', 'name': 'lws-controller-manager',
+                                           'namespace': 'lws-system', 'lws_name': '', 'claims': []})[:2]
+    assert workloads[0]['resources'] == [] and pods == []
+    assert 'Pod' not in [c[0] for c in service.calls]
