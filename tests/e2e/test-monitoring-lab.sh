@@ -25,7 +25,11 @@
 #      the front door's weights service takes the leader out (nim_frontend_stall_s, 15 s) before
 #      the leader's serving check (nim_group_serving_timeout, 20 s here) re-forms the group without
 #      Ansible, as one restart of its budget, and it serves again; the times are printed as JSON;
-#   8. playbooks/teardown.yml removes what the role made (its directory, drop-ins, the
+#   8. a partition: nftables on the worker's host drops everything between it and the leader for
+#      30 s; the leader's supervisor restarts nothing while it cannot reach the worker's (it never
+#      restarts on a guess), and the group serves again within 60 s of the link's return; the times
+#      are printed as JSON;
+#   9. playbooks/teardown.yml removes what the role made (its directory, drop-ins, the
 #      collection's node exporter) and leaves the distribution's packages.
 # Every wait is bounded.
 #
@@ -325,6 +329,46 @@ awk -v out="$door_out" -v re="$detected" 'BEGIN { exit !(out + 0 <= 25 && out + 
   || fail "the front door took the leader out $door_out s after the hang: not within 25 s and before the re-forming ($detected s)"
 printf '{"test": "supervisor_serving_check", "serving_timeout_s": %s, "hang_to_frontdoor_out_s": %s, "hang_to_reformed_s": %s, "hang_to_serving_s": %s}\n' \
   "$serving_timeout" "$door_out" "$detected" "$served"
+
+step "a partition of 30 s between the worker and the leader: no restart on a guess, serving within 60 s of its end"
+partition_s=30
+t_end=$((SECONDS + 60))
+until on "$g_leader" grep -q '"state": "formed"' "$state_file" && answers 10; do
+  ((SECONDS < t_end)) || fail "the group does not serve 60 s after the hang's heal"
+  sleep 2
+done
+restarts_before=$(restarts) journal_from=$(on "$g_leader" journalctl -u "nimstack-supervisor@$group" --no-pager -o cat | wc -l)
+leader_addr=$(lab_addr "$g_leader")
+t0=$(now) t_cut=$((SECONDS + partition_s))
+on "$g_worker" nft -f - <<EOF
+table inet nimstack_test_partition {
+  chain input { type filter hook input priority -10; policy accept; ip saddr $leader_addr drop; }
+  chain output { type filter hook output priority -10; policy accept; ip daddr $leader_addr drop; }
+}
+EOF
+seen_isolated=''
+while ((SECONDS < t_cut)); do
+  if [[ -z $seen_isolated ]] && on "$g_leader" grep -q '"state": "isolated"' "$state_file"; then
+    seen_isolated=$(since "$t0")
+  fi
+  sleep 1
+done
+restarts_cut=$(restarts)
+on "$g_worker" nft delete table inet nimstack_test_partition
+t_back=$(now)
+((restarts_cut == restarts_before)) \
+  || fail "the supervisor restarted the group while it could not reach the worker ($restarts_before restarts before, $restarts_cut at the link's return)"
+echo "   the leader's supervisor: ${seen_isolated:+isolated $seen_isolated s into the partition, }no restart during the $partition_s s"
+t_end=$((SECONDS + 60))
+until answers 10; do
+  ((SECONDS < t_end)) || fail "the group does not serve 60 s after the partition ended (supervisor: $(on "$g_leader" head -c 400 "$state_file"))"
+  sleep 1
+done
+served=$(since "$t_back")
+echo "   the group serves again $served s after the link came back"
+on "$g_leader" journalctl -u "nimstack-supervisor@$group" --no-pager -o cat | tail -n +"$((journal_from + 1))" >"$logs/journal-partition.log"
+printf '{"test": "partition", "partition_s": %s, "isolated_after_s": %s, "back_to_serving_s": %s, "restarts": %s}\n' \
+  "$partition_s" "${seen_isolated:-null}" "$served" "$(($(restarts) - restarts_before))"
 
 step "teardown.yml removes what the role made, and only that"
 PLAYBOOK=playbooks/teardown.yml play_ok "$logs/teardown.log"
