@@ -11,14 +11,15 @@
 #   stream c: the live Kubernetes stage's LWS steps (k8s-live-lws-test: the Kubernetes roles on a
 #             live control plane, built from the Go module proxy and the release trees and cached
 #             outside the clone; on a machine whose caches are cold, as CI's are, the build takes
-#             about 11 minutes of this stream), then the NVIDIA roles' molecule scenarios
-#   stream d: the bad inputs (no containers, pure controller CPU), then the bare-metal monitoring
-#             on a 3-host lab of its own (monitoring-lab-test: Prometheus and Alertmanager on a
-#             lab host, every target up, an alert fired by a killed rank and resolved by the
-#             supervisor), then the live stage's NIM Operator steps on a second cluster
+#             about 11 minutes of this stream), then the NVIDIA roles' molecule scenarios, then the
+#             bad inputs (no containers, pure controller CPU)
+#   stream d: the bare-metal monitoring on a 3-host lab of its own (monitoring-lab-test:
+#             Prometheus and Alertmanager on a lab host, every target up, an alert fired by a
+#             killed rank and resolved by the supervisor, a hold that outlived its run, a hang, a
+#             partition), then the live stage's NIM Operator steps on a second cluster
 #             (k8s-live-operator-test; its build waits for stream c's, so the monitoring lab
-#             fills part of that wait on a cold cache). The longest stream on CI, whose caches are cold: the render tests moved
-#             from it to stream b.
+#             fills that wait on a cold cache). The render tests moved from it to stream b, the
+#             bad inputs to stream c, as it grew.
 #
 # The streams are balanced by their measured times (docs/testing.md has the latest). Not among
 # them, each with a lab of its own (docs/testing.md says what the suite checks of the same
@@ -41,8 +42,8 @@ cd "$repo"
 
 stream_a=(lab-test docker-path-test contracts-test)
 stream_b=(security-test molecule-others k8s)
-stream_c=(k8s-live-lws-test molecule-nvidia)
-stream_d=(bad-inputs monitoring-lab-test k8s-live-operator-test)
+stream_c=(k8s-live-lws-test molecule-nvidia bad-inputs)
+stream_d=(monitoring-lab-test k8s-live-operator-test)
 
 # What the streams need is made once, before they start: the Docker engine, the lab's host
 # image and the stand-in image with its archive (two builds of one archive would race).
