@@ -24,6 +24,8 @@
 #   benchmarks/bench-faults.sh
 #   BENCH_FAULTS="rank-killed group-hung" benchmarks/bench-faults.sh     some faults only
 #   LAB_KEEP=1 benchmarks/bench-faults.sh     leave the lab up (LAB_REUSE=1 takes it again)
+#   LAB_REUSE=1 BENCH_APPEND=1 BENCH_FAULTS="host-lost" benchmarks/bench-faults.sh
+#                                             more faults on that lab, added to the same rows
 #
 # Its own lab (NIMSTACK_LAB_PREFIX, default nimstack-flt on 172.30.91.0/24), torn down at the end
 # unless LAB_KEEP=1. Not here: a controller killed in a restart wave, a model source or registry
@@ -58,7 +60,9 @@ finish() {
 }
 trap finish EXIT
 
-rm -rf "$out"
+# BENCH_APPEND keeps the rows and requests of an earlier run (more faults on the same lab).
+[[ -n ${BENCH_APPEND:-} ]] || rm -rf "$out"
+rm -f "$out/stop"
 mkdir -p "$logs"
 step "5-host lab, model source and stand-in image archive"
 lab_fresh build/standin/nim-standin.tar 5
@@ -176,7 +180,7 @@ inject_completions-failing() { marked_completion "$1" 'nimstack-standin: fail ev
 inject_worker-partitioned() {
   local w=${worker_of[$1]} l
   l=$(lab_addr "${leader_of[$1]}")
-  on "$w" nft -f - <<EOF
+  docker exec -i "$w" nft -f - <<EOF
 table inet nimstack_bench_fault {
   chain input { type filter hook input priority -10; policy accept; ip saddr $l drop; }
   chain output { type filter hook output priority -10; policy accept; ip daddr $l drop; }

@@ -340,7 +340,7 @@ done
 restarts_before=$(restarts) journal_from=$(on "$g_leader" journalctl -u "nimstack-supervisor@$group" --no-pager -o cat | wc -l)
 leader_addr=$(lab_addr "$g_leader")
 t0=$(now) t_cut=$((SECONDS + partition_s))
-on "$g_worker" nft -f - <<EOF
+docker exec -i "$g_worker" nft -f - <<EOF
 table inet nimstack_test_partition {
   chain input { type filter hook input priority -10; policy accept; ip saddr $leader_addr drop; }
   chain output { type filter hook output priority -10; policy accept; ip daddr $leader_addr drop; }
