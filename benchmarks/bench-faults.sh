@@ -218,6 +218,8 @@ inject_run-interrupted() {
   fi
   wait "$bg" || true
   expires=$(on "${worker_of[$g]}" python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["expires"])' "$hold")
+  # The fault's times count from the rank's kill, which the dead run's hold keeps from being healed.
+  struck=$(now)
   on "${worker_of[$g]}" docker kill "nim-$g" >/dev/null
   note="the run killed with its hold live; the rank killed $((expires - $(date +%s))) s before the hold expired"
   # The fault lasts as long as the dead run's hold does.

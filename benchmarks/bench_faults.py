@@ -118,7 +118,7 @@ def fault_row(fault, requests, series):
     after = [r for r in door if struck <= r['start'] < window_end]
     other = [r for r in requests if r['via'] == 'direct' and r['group'] == fault['other']
              and r['end'] > struck and r['start'] < window_end]
-    mine = [s for s in series if s['group'] == fault['group'] and s['t'] >= struck]
+    mine = [s for s in series if s['group'] == fault['group'] and struck <= s['t'] <= window_end]
     out = next((s['t'] for s in mine if s['weight'] == 0 or (s['state'] not in (None, 'UP'))), None)
     back = next((s['t'] for s in mine if out is not None and s['t'] > out and s['weight'] and s['state'] in (None, 'UP')),
                 None)

@@ -47,6 +47,8 @@ def test_a_fault_row_counts_what_the_clients_and_the_front_door_saw():
 def test_a_fault_that_lasts_and_a_group_that_never_serves_again_read_as_none():
     fault = {'fault': 'host-lost', 'group': 'fb', 'other': 'fa', 'struck': T, 'ended': None, 'served': None,
              'state': 'failed', 'alert_fired_s': 20.0, 'alert_cleared_s': None}
-    row = faults.fault_row(fault, [_request(30, 31, group=None, error='HTTP 503')], [])
+    # The front door's weight going to 0 for a later fault, past this one's window, is not this one's.
+    later = [{'t': T + 200, 'group': 'fb', 'weight': 0.0, 'state': 'UP'}]
+    row = faults.fault_row(fault, [_request(30, 31, group=None, error='HTTP 503')], later)
     assert row['fault_lasted_s'] is None and row['served_again_after_fault_s'] is None
     assert row['door_out_s'] is None and row['door_failed_after'] == 1
