@@ -70,21 +70,7 @@ lab_fresh build/standin/nim-standin.tar 5
 # Every fault of the run counts against its group's restart budget: the budget is raised so that
 # each fault meets a group with budget left (a group out of budget ends failed: docs/operations.md).
 lab_group_vars=("nim_group_supervisor: true" "nim_group_serving_timeout: $serving_timeout" "nim_group_max_restarts: 20")
-python3 - "$inventory" "$NIMSTACK_LAB_DIR/faults-hosts.yml" "$door_host" <<'EOF'
-import sys
-import yaml
-src, dest, door = sys.argv[1:]
-with open(src) as handle:
-    inv = yaml.safe_load(handle)
-nodes = inv['all']['children']['nim_nodes']
-host = nodes['hosts'].pop(door)
-inv['all']['vars'] = nodes.pop('vars')
-inv['all']['children']['nim_monitoring'] = {'hosts': {door: host}}
-inv['all']['children']['nim_frontend'] = {'hosts': {door: None}}
-with open(dest, 'w') as handle:
-    yaml.safe_dump(inv, handle, default_flow_style=False)
-EOF
-inventory=$NIMSTACK_LAB_DIR/faults-hosts.yml
+lab_watch_host "$door_host" faults-hosts.yml
 {
   echo "all:"
   echo "  hosts:"

@@ -146,6 +146,26 @@ lab_group() {
 lab_group_vars=()
 lab_group_env=()
 
+# Move lab host $1 out of nim_nodes into nim_monitoring and nim_frontend (a host of no deployment
+# group; the connection settings go to all): the inventory becomes $NIMSTACK_LAB_DIR/$2.
+lab_watch_host() {
+  python3 - "$inventory" "$NIMSTACK_LAB_DIR/$2" "$1" <<'EOF'
+import sys
+import yaml
+src, dest, watcher = sys.argv[1:]
+with open(src) as handle:
+    inv = yaml.safe_load(handle)
+nodes = inv['all']['children']['nim_nodes']
+host = nodes['hosts'].pop(watcher)
+inv['all']['vars'] = nodes.pop('vars')
+inv['all']['children']['nim_monitoring'] = {'hosts': {watcher: host}}
+inv['all']['children']['nim_frontend'] = {'hosts': {watcher: None}}
+with open(dest, 'w') as handle:
+    yaml.safe_dump(inv, handle, default_flow_style=False)
+EOF
+  inventory=$NIMSTACK_LAB_DIR/$2
+}
+
 # Kill a rank's main process (not `docker kill`: Docker's restart policy then brings it back, as
 # after a crash).
 kill_rank() {

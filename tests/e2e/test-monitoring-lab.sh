@@ -63,21 +63,7 @@ lab_fresh build/standin/nim-standin.tar 3
 # nim_frontend (a host of no deployment group), the connection settings to all.
 serving_timeout=20
 lab_group_vars=("nim_group_supervisor: true" "nim_group_serving_timeout: $serving_timeout")
-python3 - "$inventory" "$NIMSTACK_LAB_DIR/monitoring-hosts.yml" "$mon_host" <<'EOF'
-import sys
-import yaml
-src, dest, mon = sys.argv[1:]
-with open(src) as handle:
-    inv = yaml.safe_load(handle)
-nodes = inv['all']['children']['nim_nodes']
-host = nodes['hosts'].pop(mon)
-inv['all']['vars'] = nodes.pop('vars')
-inv['all']['children']['nim_monitoring'] = {'hosts': {mon: host}}
-inv['all']['children']['nim_frontend'] = {'hosts': {mon: None}}
-with open(dest, 'w') as handle:
-    yaml.safe_dump(inv, handle, default_flow_style=False)
-EOF
-inventory=$NIMSTACK_LAB_DIR/monitoring-hosts.yml
+lab_watch_host "$mon_host" monitoring-hosts.yml
 {
   echo "all:"
   echo "  hosts:"
@@ -274,11 +260,15 @@ restarts() { on "$g_leader" python3 -c 'import json, sys; print(len(json.load(op
 started() { on "$1" docker inspect -f '{{.State.StartedAt}}' "nim-$group"; }
 # One completion from the leader's host within $1 s: the role's smoke test.
 answers() { docker exec -i "$g_leader" python3 - 127.0.0.1 8000 'Say hi' 8 "$1" <roles/nim_docker/files/nim_smoke.py >/dev/null 2>&1; }
-t_end=$((SECONDS + 60))
-until on "$g_leader" grep -q '"state": "formed"' "$state_file" && answers 10; do
-  ((SECONDS < t_end)) || fail "the group does not serve 60 s after the heal"
-  sleep 2
-done
+# Within 60 s, the supervisor says formed and a completion comes back; else fail naming $1.
+formed_and_serving() {
+  local t_end=$((SECONDS + 60))
+  until on "$g_leader" grep -q '"state": "formed"' "$state_file" && answers 10; do
+    ((SECONDS < t_end)) || fail "the group does not serve 60 s after $1"
+    sleep 2
+  done
+}
+formed_and_serving "the heal"
 restarts_before=$(restarts) journal_from=$(on "$g_leader" journalctl -u "nimstack-supervisor@$group" --no-pager -o cat | wc -l)
 leader_started=$(started "$g_leader") worker_started=$(started "$g_worker")
 door_from=$(on "$mon_host" date +%s)
@@ -332,11 +322,7 @@ printf '{"test": "supervisor_serving_check", "serving_timeout_s": %s, "hang_to_f
 
 step "a partition of 30 s between the worker and the leader: no restart on a guess, serving within 60 s of its end"
 partition_s=30
-t_end=$((SECONDS + 60))
-until on "$g_leader" grep -q '"state": "formed"' "$state_file" && answers 10; do
-  ((SECONDS < t_end)) || fail "the group does not serve 60 s after the hang's heal"
-  sleep 2
-done
+formed_and_serving "the hang's heal"
 restarts_before=$(restarts) journal_from=$(on "$g_leader" journalctl -u "nimstack-supervisor@$group" --no-pager -o cat | wc -l)
 leader_addr=$(lab_addr "$g_leader")
 t0=$(now) t_cut=$((SECONDS + partition_s))
