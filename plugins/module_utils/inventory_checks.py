@@ -275,13 +275,18 @@ def unknown_settings(names_by_host, known, group_of=None):
     return warnings
 
 
+def _mode(hvars):
+    """The deployment mode a host's variables give (docker where unset)."""
+    return str((hvars or {}).get('nim_deployment_mode', 'docker'))
+
+
 def host_kinds(groups, nodes, input_vars):
     """{host: the kinds of listeners it holds} (input_checks.LISTENERS): docker for a host of a Docker
     group, exporters for one while a nim_monitoring host watches it, frontend, monitoring."""
     kinds = {}
     watched = bool((groups or {}).get('nim_monitoring'))
     for host in nodes:
-        if str((input_vars.get(host) or {}).get('nim_deployment_mode', 'docker')) == 'docker':
+        if _mode(input_vars.get(host)) == 'docker':
             kinds.setdefault(host, set()).update(('docker', 'exporters') if watched else ('docker',))
     for kind, group in (('frontend', 'nim_frontend'), ('monitoring', 'nim_monitoring')):
         for host in (groups or {}).get(group) or ():
@@ -316,12 +321,12 @@ def monitoring_host_problems(groups, nodes, input_vars, addresses):
     problems = []
     for host in monitors:
         hvars = input_vars.get(host) or {}
-        if host in nodes and str(hvars.get('nim_deployment_mode', 'docker')) == 'kubernetes':
+        if host in nodes and _mode(hvars) == 'kubernetes':
             problems.append(PROBLEM_MONITOR_ON_KUBERNETES % (host, hvars.get('nim_group', 'default')))
 
     def by_address(hvars):
         firewall = hvars.get('nim_firewall_enabled', hvars.get('nim_group_firewall', True))
-        return (str(hvars.get('nim_deployment_mode', 'docker')) == 'docker' and as_bool(firewall)
+        return (_mode(hvars) == 'docker' and as_bool(firewall)
                 and 'nim_monitoring_sources' not in hvars and 'nim_firewall_monitoring_sources' not in hvars)
 
     if any(by_address(input_vars.get(host) or {}) for host in nodes):
