@@ -30,7 +30,8 @@ weight: the health checks, not the weights, decide whether it serves.
 Two states take a leader out (weight 0: HAProxy sends it no new request, the running ones go on)
 before its group's supervisor re-forms it, since HAProxy's readiness check cannot see them:
 
-- **stalled**: requests run and ``generation_tokens_total`` has not moved for ``stall_s`` seconds,
+- **stalled**: requests run and no token was served for ``stall_s`` seconds (neither
+  ``generation_tokens_total`` nor ``prompt_tokens_total`` moved: a long prefill is progress too),
   as in a group whose collective hangs while every process runs and /v1/health/ready says 200. It
   stays out until tokens move again or nothing runs (the re-formed group's counters start again).
 - **failing**: ``FAIL_RUN`` completions failed in a row (``request_failure_total`` grew and
@@ -50,7 +51,7 @@ import re
 
 # The weight each leader has in haproxy.cfg (HAProxy's range is 0..256): room to go down.
 STATIC_WEIGHT = 100
-DEFAULTS = {'wait_s': 2.0, 'min_weight': 10, 'kv_threshold': 0.9, 'window_s': 10.0, 'stall_s': 15.0}
+DEFAULTS = {'wait_s': 2.0, 'min_weight': 10, 'kv_threshold': 0.9, 'window_s': 10.0, 'stall_s': 10.0}
 # Completions failed in a row that take a leader out.
 FAIL_RUN = 3
 # The expected wait given to a queue at a leader that completed nothing in the window.
@@ -60,6 +61,8 @@ _SAMPLE = re.compile(r'^([A-Za-z_:][A-Za-z0-9_:]*)(\{[^}]*\})?\s+(\S+)(\s+-?\d+)
 GAUGES = ('num_requests_waiting', 'num_requests_running', 'gpu_cache_usage_perc')
 COUNTERS = ('request_success_total', 'request_failure_total')
 GENERATED = 'generation_tokens_total'
+# The tokens a leader serves: prefilled and generated (vLLM counts both per engine step).
+SERVED = ('prompt_tokens_total', GENERATED)
 
 
 def parse_metrics(text):
@@ -94,7 +97,7 @@ def load_of(values):
             'kv': min(1.0, max(0.0, values['gpu_cache_usage_perc'])),
             'completed': sum(values.get(name, 0.0) for name in COUNTERS),
             'succeeded': values.get(COUNTERS[0], 0.0), 'failed': values.get(COUNTERS[1], 0.0),
-            'generated': values.get(GENERATED)}
+            'tokens': sum(values.get(name, 0.0) for name in SERVED) if GENERATED in values else None}
 
 
 def weight(waiting, rate, kv, static=STATIC_WEIGHT, wait_s=DEFAULTS['wait_s'], min_weight=DEFAULTS['min_weight'],
@@ -172,18 +175,18 @@ class _Health(object):
     def observe(self, now, load, stall_s):
         """Why the leader is out now ('' when it is not)."""
         load = dict(load, succeeded=load.get('succeeded') or 0.0, failed=load.get('failed') or 0.0,
-                    generated=load.get('generated'))
+                    tokens=load.get('tokens'))
         previous, self.previous = self.previous, load
         if not stall_s or stall_s <= 0:
             return ''
         restarted = previous is not None and (
             load['succeeded'] < previous['succeeded'] or load['failed'] < previous['failed']
-            or (load['generated'] or 0) < (previous['generated'] or 0))
+            or (load['tokens'] or 0) < (previous['tokens'] or 0))
         if previous is None or restarted:
             # The first reading, or a restarted leader (its counters began again).
             self.progress_at, self.fail_run, self.out_until = now, 0, None
             return ''
-        if load['running'] <= 0 or load['generated'] is None or load['generated'] > (previous['generated'] or 0):
+        if load['running'] <= 0 or load['tokens'] is None or load['tokens'] > (previous['tokens'] or 0):
             self.progress_at = now
         if load['succeeded'] > previous['succeeded']:
             self.fail_run, self.out_until = 0, None
@@ -197,7 +200,7 @@ class _Health(object):
         if self.out_until is not None:
             return '%d completions failed in a row' % self.fail_run
         if now - self.progress_at >= stall_s:
-            return '%d request(s) running and no token generated for %d s' % (load['running'], now - self.progress_at)
+            return '%d request(s) running and no token served for %d s' % (load['running'], now - self.progress_at)
         return ''
 
 

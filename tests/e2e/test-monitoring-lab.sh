@@ -22,7 +22,7 @@
 #      in both; the times kill -> firing -> received -> resolved are printed as a JSON line;
 #   7. a hang without an exit: a completion marked for it makes the worker's stand-in hang the
 #      group (tests/lab/standin: node.HANG_MARK), every process keeps running and ready stays 200;
-#      the front door's weights service takes the leader out (nim_frontend_stall_s, 15 s) before
+#      the front door's weights service takes the leader out (nim_frontend_stall_s, 10 s) before
 #      the leader's serving check (nim_group_serving_timeout, 20 s here) re-forms the group without
 #      Ansible, as one restart of its budget, and it serves again; the times are printed as JSON;
 #   8. a partition: nftables on the worker's host drops everything between it and the leader for
@@ -297,9 +297,9 @@ detected='' served='' door_out='' t_end=$((SECONDS + 150))
 while [[ -z $served ]]; do
   ((SECONDS < t_end)) || fail "within 150 s of the hang: re-formed=${detected:-never}, serving=${served:-never}"
   # The front door's weights service takes the leader out once its tokens stop for
-  # nim_frontend_stall_s (15 s); a pool of one leader keeps it at the floor weight, and says so.
+  # nim_frontend_stall_s (10 s); a pool of one leader keeps it at the floor weight, and says so.
   if [[ -z $door_out ]] && on "$mon_host" journalctl -u nimstack-frontend-weights --no-pager -o cat \
-      --since "@$door_from" | grep -q ': out, no new request sent to it: .* no token generated'; then
+      --since "@$door_from" | grep -q ': out, no new request sent to it: .* no token served'; then
     door_out=$(since "$t0"); echo "   the front door takes the leader out $door_out s after the hang"
   fi
   journal=$(on "$g_leader" journalctl -u "nimstack-supervisor@$group" --no-pager -o cat | tail -n +"$((journal_from + 1))")
@@ -315,8 +315,9 @@ restarts_after=$(restarts)
 ((restarts_after == restarts_before + 1)) || fail "the hang did not count one restart against the budget ($restarts_before before, $restarts_after now)"
 [[ $(started "$g_worker") != "$worker_started" ]] || fail "the worker's rank was not restarted"
 [[ -n $door_out ]] || fail "the front door's weights service never took the hung leader out"
-awk -v out="$door_out" -v re="$detected" 'BEGIN { exit !(out + 0 <= 25 && out + 0 < re + 0) }' \
-  || fail "the front door took the leader out $door_out s after the hang: not within 25 s and before the re-forming ($detected s)"
+# The stall bound (10 s), a sample of the weights service (2 s), and slack for a loaded machine.
+awk -v out="$door_out" -v re="$detected" 'BEGIN { exit !(out + 0 <= 18 && out + 0 < re + 0) }' \
+  || fail "the front door took the leader out $door_out s after the hang: not within 18 s and before the re-forming ($detected s)"
 printf '{"test": "supervisor_serving_check", "serving_timeout_s": %s, "hang_to_frontdoor_out_s": %s, "hang_to_reformed_s": %s, "hang_to_serving_s": %s}\n' \
   "$serving_timeout" "$door_out" "$detected" "$served"
 

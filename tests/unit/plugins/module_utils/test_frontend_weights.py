@@ -39,7 +39,7 @@ def test_parse_sums_samples_and_skips_comments_and_junk():
     assert values['num_requests_running'] == 8
     assert values['up'] == 1
     assert fw.load_of(values) == {'waiting': 5, 'running': 8, 'kv': 0.25, 'completed': 42, 'succeeded': 41, 'failed': 1,
-                                  'generated': None}
+                                  'tokens': None}
 
 
 def test_metrics_without_the_nim_gauges_give_no_load():
@@ -230,7 +230,7 @@ def test_the_service_sets_weights_and_restores_them(leaders):
 
 def reading(running=1, generated=0.0, ok=0.0, failed=0.0, waiting=0):
     return {'waiting': waiting, 'running': running, 'kv': 0.1, 'completed': ok + failed, 'succeeded': ok,
-            'failed': failed, 'generated': generated}
+            'failed': failed, 'tokens': generated}
 
 
 def test_a_leader_whose_tokens_stop_while_requests_run_is_taken_out_after_stall_s_and_back_when_they_move():
@@ -243,7 +243,7 @@ def test_a_leader_whose_tokens_stop_while_requests_run_is_taken_out_after_stall_
     for t in range(10, 24):
         assert leader.observe(float(t), reading(generated=generated)) > 0, t
     assert leader.observe(24.0, reading(generated=generated)) == 0
-    assert leader.last['out'] == '1 request(s) running and no token generated for 15 s'
+    assert leader.last['out'] == '1 request(s) running and no token served for 15 s'
     assert leader.observe(40.0, reading(generated=generated)) == 0
     # The re-formed group: its counters start again; it is back.
     assert leader.observe(41.0, reading(running=0, generated=0.0)) == 100
@@ -281,3 +281,13 @@ def test_a_pool_is_never_emptied():
     weights = {('llama', 'alpha'): 0, ('llama', 'beta'): 80, ('mistral', 'gamma'): 0, ('mistral', 'delta'): 0}
     assert fw.keep_one_in(weights, 10) == {('llama', 'alpha'): 0, ('llama', 'beta'): 80,
                                            ('mistral', 'gamma'): 10, ('mistral', 'delta'): 10}
+
+
+def test_a_long_prefill_is_progress_and_both_token_counters_count():
+    values = fw.parse_metrics(metrics(running=1) + 'prompt_tokens_total 300\ngeneration_tokens_total 20\n')
+    assert fw.load_of(values)['tokens'] == 320
+    leader = fw.LeaderWeight(stall_s=10)
+    for t in range(0, 30, 2):
+        # No token generated, but the prompt's prefill advances: not stalled.
+        assert leader.observe(float(t), dict(reading(generated=None), tokens=100.0 * t + 1)) > 0, t
+    assert leader.last['out'] == ''
