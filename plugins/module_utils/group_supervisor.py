@@ -218,29 +218,47 @@ def holds_of(hosts, reports):
     return '; '.join(held), ignored
 
 
-def decide(hosts, reports, baseline):
+def unreachable_since(since, hosts, reports, now):
+    """{host: since when its supervisor has not answered} of the members that do not answer now,
+    from the last look's (since) and this look's reports; a member that answers is dropped."""
+    return dict((h, (since or {}).get(h, now)) for h in hosts if not reports.get(h))
+
+
+def decide(hosts, reports, baseline, unreachable_for=None, lost_after=0):
     """What the leader's supervisor does next, from every member's report.
 
     hosts: the members, in the group's order. reports: {host: report or None (unreachable)}, a
     report being {'holds': [hold_state(...) of each hold file on the host], 'rank': observe(...)}.
     baseline: {host: baseline_of(...)} of the last formation, or {} before the first.
+    unreachable_for: {host: seconds its supervisor has not answered}; lost_after: the seconds after
+    which such a member is taken as lost (0: never).
 
-    Returns {'action': 'hold' | 'isolated' | 'fail' | 'restart' | 'baseline' | 'ok', 'state',
+    Returns {'action': 'hold' | 'isolated' | 'lost' | 'fail' | 'restart' | 'baseline' | 'ok', 'state',
     'cause', 'problems': {host: why}, 'ignored': [stale holds]}. A live hold on any member holds
     everything; a stale one (its run died) is ignored and named in 'ignored'; an unreachable member
-    makes the leader isolated (it never restarts on a guess); a missing container cannot be
-    recreated without Ansible, so the group fails at once.
+    makes the leader isolated (it never restarts on a guess), and failed once it has not answered for
+    lost_after seconds ('lost': the group waits for the host, and re-forms when it answers again); a
+    missing container cannot be recreated without Ansible, so the group fails at once.
     """
     held, ignored = holds_of(hosts, reports)
-    decision = _decide(hosts, reports, baseline, held)
+    decision = _decide(hosts, reports, baseline, held, unreachable_for or {}, lost_after)
     decision['ignored'] = ignored
     return decision
 
 
-def _decide(hosts, reports, baseline, held):
+def _decide(hosts, reports, baseline, held, unreachable_for, lost_after):
     if held:
         return {'action': 'hold', 'state': MAINTENANCE, 'problems': {}, 'cause': held}
     unreachable = [h for h in hosts if not reports.get(h)]
+    lost = [h for h in unreachable if lost_after > 0 and unreachable_for.get(h, 0) >= lost_after]
+    if lost:
+        # The same words from one look to the next: a change of cause is logged.
+        return {'action': 'lost', 'state': FAILED,
+                'problems': dict((h, 'its supervisor has not answered for %d s or more' % lost_after) for h in lost),
+                'cause': ('cannot reach the supervisor of %s for %d s or more (nim_group_lost_after): taken as lost; '
+                          'no rank is restarted on a guess. Bring the host back (the group then re-forms by itself) '
+                          'or take it out of the inventory and rerun playbooks/deploy_docker.yml'
+                          % (', '.join(lost), lost_after))}
     if unreachable:
         return {'action': 'isolated', 'state': ISOLATED, 'problems': {},
                 'cause': 'cannot reach the supervisor of %s; no rank is restarted on a guess' % ', '.join(unreachable)}
@@ -274,21 +292,24 @@ SERVING_NOT = 'not serving'
 # Seconds between two probes, and the deadline of the idle probe's completion.
 SERVING_EVERY = 5
 SERVING_DEADLINE = 5
-# The series of a NIM for LLMs' /v1/metrics the check reads (vLLM's names, NIM 1.x).
+# The series of a NIM for LLMs' /v1/metrics the check reads (vLLM's names, NIM 1.x): the requests
+# running, and the tokens served (generated, and prefilled: a long prompt's prefill is progress too).
 _RUNNING = 'num_requests_running'
 _GENERATED = 'generation_tokens_total'
+_PROMPT = 'prompt_tokens_total'
 
 
 def serving_metrics(text):
-    """(running, generated) of a NIM's /v1/metrics text: the requests running now and the tokens
-    generated so far, each summed over its series; None when either series is absent or the text
-    is not Prometheus' (a NIM of a release without them: the probe then sends a completion)."""
+    """(running, tokens) of a NIM's /v1/metrics text: the requests running now and the tokens
+    served so far (generated and prefilled), each summed over its series; None when the running or
+    the generated series is absent or the text is not Prometheus' (a NIM of a release without them:
+    the probe then sends a completion)."""
     sums = {}
     for line in (text or '').splitlines():
         if not line or line.startswith('#'):
             continue
         name = line.split('{', 1)[0].split(' ', 1)[0]
-        if name not in (_RUNNING, _GENERATED):
+        if name not in (_RUNNING, _GENERATED, _PROMPT):
             continue
         try:
             value = float(line.rsplit(' ', 1)[1])
@@ -299,7 +320,7 @@ def serving_metrics(text):
         sums[name] = sums.get(name, 0.0) + value
     if _RUNNING not in sums or _GENERATED not in sums:
         return None
-    return sums[_RUNNING], sums[_GENERATED]
+    return sums[_RUNNING], sums[_GENERATED] + sums.get(_PROMPT, 0.0)
 
 
 def serving_sample(metrics, last_generated):
@@ -318,7 +339,7 @@ def serving_sample(metrics, last_generated):
         return 'busy', None, None
     if generated > last_generated:
         return 'busy', True, ''
-    return 'busy', False, '%d request(s) running and no token generated since the last probe' % running
+    return 'busy', False, '%d request(s) running and no token served since the last probe' % running
 
 
 def serving_track(track, now, ok, why, timeout):
@@ -467,13 +488,14 @@ def verify(secret, timestamp, method, path, body, signature, now):
     return True, ''
 
 
-def state_record(state, cause, role, leader, history, now, problems=None, ignored=None, serving=None):
+def state_record(state, cause, role, leader, history, now, problems=None, ignored=None, serving=None, lost=None):
     """The state file's content (JSON): what status.yml reads. ignored: the stale holds the
     leader's last decision ignored; serving: the serving check's verdict and what failed
-    ({'verdict', 'cause'}; {} on a member)."""
+    ({'verdict', 'cause'}; {} on a member); lost: the members taken as lost (a failed state that
+    ends by itself when they answer again, where any other failed state waits for Ansible)."""
     return {'state': state, 'cause': cause or '', 'role': role, 'leader': leader,
             'restarts': list(history), 'problems': dict(problems or {}), 'ignored_holds': list(ignored or []),
-            'serving': dict(serving or {}), 'updated': int(now)}
+            'serving': dict(serving or {}), 'lost': list(lost or []), 'updated': int(now)}
 
 
 # Node exporter's textfile collector reads *.prom files from this directory (Debian's
@@ -545,7 +567,8 @@ def config_problems(config):
         problems.append('self %s is not a member' % config['self'])
     if config['leader'] not in hosts:
         problems.append('leader %s is not a member' % config['leader'])
-    for key, low in (('max_restarts', 0), ('window', 1), ('interval', 1), ('hold_lease', 1), ('serving_timeout', 0)):
+    for key, low in (('max_restarts', 0), ('window', 1), ('interval', 1), ('hold_lease', 1), ('serving_timeout', 0),
+                     ('lost_after', 0)):
         if key in config and (isinstance(config[key], bool) or not isinstance(config[key], int) or config[key] < low):
             problems.append('%s must be a whole number of at least %d' % (key, low))
     return problems

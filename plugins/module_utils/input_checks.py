@@ -870,6 +870,7 @@ RULES = {
     'nim_group_restart_window': _int_check(60, _WEEK),
     # How long a run's maintenance hold holds the supervisors without a renewal (their lease).
     'nim_group_hold_lease': _int_check(10, _WEEK),
+    'nim_group_lost_after': _int_check(0, _WEEK),
     # How long a group may run without serving before its supervisor restarts it (0: no check).
     'nim_group_serving_timeout': _int_check(0, _DAY),
     # The gid of the collection's group nimstack-secrets (nim_docker_secrets_gid, ssh_mesh_secrets_gid).
@@ -1099,6 +1100,7 @@ RULES = {
     'nim_docker_max_restarts': _int_check(0, 100),
     'nim_docker_restart_window': _int_check(60, _WEEK),
     'nim_docker_supervisor_hold_lease': _int_check(10, _WEEK),
+    'nim_docker_supervisor_lost_after': _int_check(0, _WEEK),
     'nim_docker_supervisor_serving_timeout': _int_check(0, _DAY),
     'nim_docker_smoke_max_tokens': _int_check(1, 100000),
     'nim_docker_smoke_timeout': _int_check(1, _DAY),

@@ -205,7 +205,8 @@ def rule_groups(thresholds=None):
               conf['failed_for'], 'critical',
               'NIM group {{ $labels.group }} failed: its supervisor gave up',
               'The supervisor of group {{ $labels.group }} spent its restart budget (or a rank\'s container is '
-              'missing) and stopped restarting the group; only a deploy (playbooks/deploy_docker.yml) clears it.',
+              'missing) and stopped restarting the group; only a deploy (playbooks/deploy_docker.yml) clears it. '
+              'Or a member\'s host has not answered for nim_group_lost_after: the group re-forms when it is back.',
               conf),
         _rule('NIMRestartBudgetBurning',
               'max by (group) (nimstack_group_restarts{job="%s"}) / max by (group) '

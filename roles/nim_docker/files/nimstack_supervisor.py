@@ -107,6 +107,10 @@ class Supervisor(object):
         self.hold_lease = int(config['hold_lease'])
         # 0: no serving check.
         self.serving_timeout = int(config.get('serving_timeout', 0))
+        # Seconds a member may not answer before it is taken as lost (the group failed until it
+        # answers again); 0: isolated for as long as it lasts.
+        self.lost_after = int(config.get('lost_after', 0))
+        self.unreachable = {}
         self.serving_every = float(config.get('serving_every', gs.SERVING_EVERY))
         self.serving = {'armed': False, 'track': {}, 'verdict': gs.SERVING_OK, 'cause': '', 'at': 0.0,
                         'generated': None, 'model': ''}
@@ -117,9 +121,11 @@ class Supervisor(object):
             self.secret = handle.read().strip()
         saved = read_json(self.state_file, {}) or {}
         self.history = [t for t in saved.get('restarts', []) if isinstance(t, (int, float))]
-        self.state = gs.FAILED if saved.get('state') == gs.FAILED else gs.STARTING
+        # A failed state waits for Ansible, except one of lost members: it ends when they answer again.
+        self.state = gs.FAILED if saved.get('state') == gs.FAILED and not saved.get('lost') else gs.STARTING
         self.cause = saved.get('cause', '') if self.state == gs.FAILED else ''
         self.problems = saved.get('problems', {}) if self.state == gs.FAILED else {}
+        self.lost = []
         self.baseline = {}
         self.pending = ''
         self.ignored = []
@@ -201,7 +207,7 @@ class Supervisor(object):
         with self.lock:
             serving = {'verdict': self.serving['verdict'], 'cause': self.serving['cause']} if self.is_leader else {}
             record = gs.state_record(self.state, self.cause, 'leader' if self.is_leader else 'member', self.leader,
-                                     self.history, time.time(), self.problems, self.ignored, serving)
+                                     self.history, time.time(), self.problems, self.ignored, serving, self.lost)
         key = json.dumps(dict(record, updated=0), sort_keys=True)
         # Rewritten on a change, and every minute so that status.yml sees a live supervisor.
         if self.written and self.written[0] == key and time.time() - self.written[1] < 60:
@@ -417,10 +423,14 @@ class Supervisor(object):
 
     def lead_once(self):
         reports = self.collect()
-        if self.state == gs.FAILED:
+        if self.state == gs.FAILED and not self.lost:
             self.write_state()
             return
-        decision = gs.decide(self.hosts, reports, self.baseline)
+        now = time.time()
+        self.unreachable = gs.unreachable_since(self.unreachable, self.hosts, reports, now)
+        decision = gs.decide(self.hosts, reports, self.baseline,
+                             dict((h, now - t) for h, t in self.unreachable.items()), self.lost_after)
+        self.lost = list(decision['problems']) if decision['action'] == 'lost' else []
         for ignored in decision['ignored']:
             if ignored not in self.ignored:
                 log('group %s: %s' % (self.group, ignored), 4)
@@ -439,6 +449,9 @@ class Supervisor(object):
             self.set_state(gs.MAINTENANCE, decision['cause'])
         elif action == 'isolated':
             self.set_state(gs.ISOLATED, decision['cause'])
+        elif action == 'lost':
+            # No order to the members: the ones that answer keep their ranks for the host's return.
+            self.set_state(gs.FAILED, decision['cause'], decision['problems'])
         elif action == 'baseline':
             self.baseline = dict((h, gs.baseline_of(reports[h]['rank'])) for h in self.hosts)
             self.set_state(gs.FORMED, '')

@@ -97,6 +97,29 @@ def test_an_unreachable_member_makes_the_leader_isolated_not_act():
     assert 'h2' in decision['cause'] and 'no rank is restarted' in decision['cause']
 
 
+def test_a_member_unreachable_past_lost_after_fails_the_group_until_it_answers_again():
+    since = gs.unreachable_since({}, HOSTS, reports(h2=None, h3=None), 100.0)
+    assert since == {'h2': 100.0, 'h3': 100.0}
+    # A member that answers again is dropped; one still silent keeps its first time.
+    since = gs.unreachable_since(since, HOSTS, reports(h3=None), 150.0)
+    assert since == {'h3': 100.0}
+    ok = baseline(reports())
+    isolated = gs.decide(HOSTS, reports(h3=None), ok, {'h3': 119.0}, 120)
+    assert isolated['action'] == 'isolated'
+    lost = gs.decide(HOSTS, reports(h3=None), ok, {'h3': 120.0}, 120)
+    assert lost['action'] == 'lost' and lost['state'] == gs.FAILED
+    assert lost['problems'] == {'h3': 'its supervisor has not answered for 120 s or more'}
+    assert lost['cause'].startswith('cannot reach the supervisor of h3 for 120 s or more (nim_group_lost_after)')
+    # Its words stay the same while the host stays away (a change of cause is logged).
+    assert gs.decide(HOSTS, reports(h3=None), ok, {'h3': 500.0}, 120)['cause'] == lost['cause']
+    # 0: isolated for as long as it lasts; and a live hold still comes first.
+    assert gs.decide(HOSTS, reports(h3=None), ok, {'h3': 9999.0}, 0)['action'] == 'isolated'
+    held = reports(h1={'maintenance': True, 'rank': {}}, h3=None)
+    assert gs.decide(HOSTS, held, ok, {'h3': 9999.0}, 120)['action'] == 'hold'
+    # Back: the group goes on as before.
+    assert gs.decide(HOSTS, reports(), ok, {}, 120)['action'] == 'ok'
+
+
 def test_a_rank_down_before_any_baseline_still_restarts():
     dead = {'maintenance': False, 'rank': gs.observe(inspect(running=False), GROUP)}
     assert gs.decide(HOSTS, reports(h2=dead), {})['action'] == 'restart'
@@ -179,7 +202,7 @@ def test_config_problems():
 def test_state_record_is_what_status_reads():
     record = gs.state_record(gs.FAILED, 'why', 'leader', 'h1', [1, 2], 5.5, {'h2': 'dead'})
     assert record == {'state': 'failed', 'cause': 'why', 'role': 'leader', 'leader': 'h1', 'restarts': [1, 2],
-                      'problems': {'h2': 'dead'}, 'ignored_holds': [], 'serving': {}, 'updated': 5}
+                      'problems': {'h2': 'dead'}, 'ignored_holds': [], 'serving': {}, 'lost': [], 'updated': 5}
 
 
 def test_the_shipped_program_is_valid_python_and_refuses_a_bad_config(tmp_path):
@@ -394,11 +417,13 @@ prompt_tokens_total{model_name="m"} 99
 """
 
 
-def test_serving_metrics_reads_the_running_requests_and_the_generated_tokens():
-    assert gs.serving_metrics(METRICS % (2, 1234)) == (2.0, 1234.0)
+def test_serving_metrics_reads_the_running_requests_and_the_tokens_served():
+    # Generated and prefilled (99): a long prompt's prefill is progress too.
+    assert gs.serving_metrics(METRICS % (2, 1234)) == (2.0, 1333.0)
+    assert gs.serving_metrics(METRICS.replace('prompt_tokens_total{model_name="m"} 99\n', '') % (2, 1234)) == (2.0, 1234.0)
     # Summed over series (a NIM serving two names of one model, or LoRA adapters).
     assert gs.serving_metrics(METRICS % (1, 10) + 'num_requests_running{model_name="l"} 3\n'
-                              'generation_tokens_total{model_name="l"} 5\n') == (4.0, 15.0)
+                              'generation_tokens_total{model_name="l"} 5\n') == (4.0, 114.0)
     for text in ('', None, 'num_requests_running 1\n', METRICS % ('x', 1), METRICS % (1, 'NaN'), '<html>'):
         assert gs.serving_metrics(text) is None, text
 
@@ -408,7 +433,7 @@ def test_serving_sample_idle_asks_for_a_completion_busy_needs_progress():
     assert gs.serving_sample((0, 100), 100) == ('idle', None, None)
     assert gs.serving_sample((2, 150), 100) == ('busy', True, '')
     what, ok, why = gs.serving_sample((2, 100), 100)
-    assert (what, ok) == ('busy', False) and why == '2 request(s) running and no token generated since the last probe'
+    assert (what, ok) == ('busy', False) and why == '2 request(s) running and no token served since the last probe'
     # No earlier look, or the counter went back (the NIM restarted): no verdict yet.
     assert gs.serving_sample((2, 100), None) == ('busy', None, None)
     assert gs.serving_sample((2, 10), 100) == ('busy', None, None)

@@ -224,8 +224,8 @@ def test_every_rule_names_a_public_variable_or_an_inventory_wide_one():
     inventory_wide = {'ansible_host', 'ansible_port', 'nim_ngc_api_key', 'nim_api_allowed_cidrs', 'nim_ray_auth',
                       'nim_allow_partial_group', 'nim_group_firewall', 'nim_max_unavailable_groups', 'nim_canary_group',
                       'nim_group_supervisor', 'nim_group_supervisor_port', 'nim_group_max_restarts',
-                      'nim_group_restart_window', 'nim_group_hold_lease', 'nim_group_serving_timeout',
-                      'nim_secrets_gid', 'nim_monitoring_sources', 'nim_k8s_install_components'}
+                      'nim_group_restart_window', 'nim_group_hold_lease', 'nim_group_lost_after',
+                      'nim_group_serving_timeout', 'nim_secrets_gid', 'nim_monitoring_sources', 'nim_k8s_install_components'}
     inventory_wide.update(nim_plan.SETTING_NAMES)
     assert sorted(set(RULES) - public - inventory_wide) == []
     # Every setting the planner reads has a rule.
