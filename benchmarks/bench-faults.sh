@@ -16,7 +16,12 @@
 #   host-rebooted          the worker's host restarted (docker restart of the lab host)
 #   run-interrupted        a deploy_docker.yml of the group killed while it holds the supervisors
 #                          (lease BENCH_LEASE_S), then the rank killed: healed once the hold expires
-#   host-lost              the worker's host stopped for good (started again for the re-run)
+#   wave-interrupted       a deploy_docker.yml that re-forms the group (nim_log_level DEBUG, --limit
+#                          to its hosts) killed with SIGKILL (a lost controller) as soon as its
+#                          restart wave stopped or replaced a rank; it ends when the dead run's hold
+#                          expires, and the group serves or is failed naming why
+#   host-lost              the worker's host stopped for good (started again for the re-run); the
+#                          supervisor calls it lost after BENCH_LOST_AFTER_S (nim_group_lost_after)
 # For each: when the group serves again (a completion straight to its leader), its supervisor's
 # state, NIMGroupNotServing firing and clearing in Prometheus; then one site.yml re-run, which must
 # end serving. Writes build/bench/faults/{requests,series,faults}.jsonl, result.json (one row per
@@ -29,8 +34,8 @@
 #                                             more faults on that lab, added to the same rows
 #
 # Its own lab (NIMSTACK_LAB_PREFIX, default nimstack-flt on 172.30.91.0/24), torn down at the end
-# unless LAB_KEEP=1. Not here: a controller killed in a restart wave, a model source or registry
-# down mid-transfer, a full cache disk, and the Kubernetes faults (docs/operations.md says so).
+# unless LAB_KEEP=1. Not here: a model source or registry down mid-transfer, a full cache disk, and
+# the Kubernetes faults (docs/operations.md says so).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -47,9 +52,10 @@ steady=${BENCH_STEADY_S:-10}
 serving_timeout=${BENCH_SERVING_TIMEOUT:-20}
 partition_s=${BENCH_PARTITION_S:-60}
 lease=${BENCH_LEASE_S:-45}
+lost_after=${BENCH_LOST_AFTER_S:-60}
 # How long after a fault's end the group may take to serve again before the row says it did not.
 serve_bound=${BENCH_SERVE_BOUND_S:-180}
-read -r -a faults <<<"${BENCH_FAULTS:-rank-killed rank-frozen group-hung completions-failing worker-partitioned engine-restarted host-rebooted run-interrupted host-lost}"
+read -r -a faults <<<"${BENCH_FAULTS:-rank-killed rank-frozen group-hung completions-failing worker-partitioned engine-restarted host-rebooted run-interrupted wave-interrupted host-lost}"
 declare -A leader_of=([fa]=$prefix-1 [fb]=$prefix-3) worker_of=([fa]=$prefix-2 [fb]=$prefix-4) other_of=([fa]=fb [fb]=fa)
 door_host=$prefix-5
 now() { date +%s.%N; }
@@ -69,7 +75,8 @@ step "5-host lab, model source and stand-in image archive"
 lab_fresh build/standin/nim-standin.tar 5
 # Every fault of the run counts against its group's restart budget: the budget is raised so that
 # each fault meets a group with budget left (a group out of budget ends failed: docs/operations.md).
-lab_group_vars=("nim_group_supervisor: true" "nim_group_serving_timeout: $serving_timeout" "nim_group_max_restarts: 20")
+lab_group_vars=("nim_group_supervisor: true" "nim_group_serving_timeout: $serving_timeout" "nim_group_max_restarts: 20"
+                "nim_group_lost_after: $lost_after")
 lab_watch_host "$door_host" faults-hosts.yml
 {
   echo "all:"
@@ -211,6 +218,36 @@ inject_run-interrupted() {
   # The fault lasts as long as the dead run's hold does.
   while (($(date +%s) < expires)); do sleep 1; done
 }
+# The ranks of group $1: each container's id, start and whether it runs (or missing).
+ranks_of() {
+  local h
+  for h in "${leader_of[$1]}" "${worker_of[$1]}"; do
+    on "$h" docker inspect -f '{{.Id}} {{.State.StartedAt}} {{.State.Running}}' "nim-$1" 2>/dev/null || echo missing
+  done
+}
+inject_wave-interrupted() {
+  local g=$1 hold=/etc/nimstack/nim/$1/maintenance bg run_pid t_end=$((SECONDS + 300)) before expires
+  before=$(ranks_of "$g")
+  PLAYBOOK=playbooks/deploy_docker.yml play "$logs/deploy-wave-$g.log" -e "nim_group_hold_lease=$lease" \
+    -e nim_log_level=DEBUG --limit "${leader_of[$g]},${worker_of[$g]}" &
+  bg=$!
+  # The wave has begun once a rank of the group is stopped, replaced or restarted.
+  while [[ $(ranks_of "$g") == "$before" ]]; do
+    if ((SECONDS >= t_end)) || ! kill -0 "$bg" 2>/dev/null; then
+      note="the deploy changed no rank of the group (see deploy-wave-$g.log)"; wait "$bg" || true; return
+    fi
+    sleep 0.5
+  done
+  # A lost controller: no signal handler runs, nothing is cleaned up.
+  run_pid=$(pgrep -P "$bg" -f ansible-playbook || true)
+  [[ -z $run_pid ]] || kill -KILL "$run_pid" 2>/dev/null || true
+  wait "$bg" || true
+  struck=$(now)
+  expires=$(on "${worker_of[$g]}" python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["expires"])' "$hold" \
+            2>/dev/null || date +%s)
+  note="the deploy killed (SIGKILL) in its restart wave: ranks then $(ranks_of "$g" | awk '{print $NF}' | paste -sd/); its hold expired $((expires - $(date +%s))) s later"
+  while (($(date +%s) < expires)); do sleep 1; done
+}
 inject_host-lost() { docker stop "${worker_of[$1]}" >/dev/null; lost=1; }
 
 turn=0
@@ -239,7 +276,8 @@ for fault in "${faults[@]}"; do
       fi
       ((SECONDS < t_end + 60)) || break
     fi
-    if [[ -z $served ]] && { ((SECONDS >= t_end)) || [[ -n $lost && $(sup_state "$g") == failed && -n $fired ]]; }; then
+    # Failed with the alert firing is an end too (a lost host, a group the supervisor cannot re-form).
+    if [[ -z $served ]] && { ((SECONDS >= t_end)) || [[ $(sup_state "$g") == failed && -n $fired ]]; }; then
       break
     fi
     sleep 1
