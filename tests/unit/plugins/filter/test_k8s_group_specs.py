@@ -4,7 +4,7 @@
 """k8s_group_specs with a header: each group's files are its objects as k8s_object_files writes them."""
 
 from ansible_collections.nimstack.multinode.plugins.filter.k8s_object_files import k8s_object_files
-from ansible_collections.nimstack.multinode.plugins.filter.k8s_preflight import k8s_group_specs
+from ansible_collections.nimstack.multinode.plugins.filter.k8s_objects import k8s_group_specs
 from ansible_collections.nimstack.multinode.plugins.module_utils.nim_plan import build_plan
 from ansible_collections.nimstack.multinode.tests.unit.models import LLAMA_405B
 

@@ -9,7 +9,7 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.nimstack.multinode.plugins.filter.k8s_preflight import k8s_references
+from ansible_collections.nimstack.multinode.plugins.filter.k8s_objects import k8s_references
 
 
 def test_names_only_in_order():
