@@ -219,17 +219,39 @@ def _public_variables():
     return names
 
 
+# Read with a default by the roles or playbooks, yet never reaching a host: the hosts pattern of
+# playbooks/bootstrap.yml, which Ansible itself parses before any of the collection's code runs.
+PLAY_SELECTORS = {'nim_bootstrap_hosts'}
+# Set by the play that reads it (playbooks/plays/deploy_kubernetes.yml), so only an extra var changes it.
+PLAY_TOGGLES = {'nim_k8s_install_components'}
+
+
+def _read_with_a_default():
+    """Every nim_* (and ansible_host, ansible_port) variable the roles and playbooks read as
+    `NAME | default(...)`: what an inventory may set for them."""
+    pattern = re.compile(r'\b(nim_[a-z0-9_]+|ansible_host|ansible_port)\s*\|\s*default\(')
+    names = set()
+    for top in ('roles', 'playbooks'):
+        for root, _dirs, files in os.walk(os.path.join(REPO, top)):
+            for name in files:
+                if name.endswith(('.yml', '.yaml', '.j2')):
+                    with open(os.path.join(root, name)) as handle:
+                        names.update(pattern.findall(handle.read()))
+    return names
+
+
+def _inventory_wide():
+    """The inventory-wide variables: read with a default and no role's own, nor the planner's."""
+    return (_read_with_a_default() - _public_variables() - set(nim_plan.SETTING_NAMES) - PLAY_SELECTORS) | PLAY_TOGGLES
+
+
 def test_every_rule_names_a_public_variable_or_an_inventory_wide_one():
-    public = _public_variables()
-    inventory_wide = {'ansible_host', 'ansible_port', 'nim_ngc_api_key', 'nim_api_allowed_cidrs', 'nim_ray_auth',
-                      'nim_allow_partial_group', 'nim_group_firewall', 'nim_max_unavailable_groups', 'nim_canary_group',
-                      'nim_group_supervisor', 'nim_group_supervisor_port', 'nim_group_max_restarts',
-                      'nim_group_restart_window', 'nim_group_hold_lease', 'nim_group_lost_after',
-                      'nim_group_serving_timeout', 'nim_secrets_gid', 'nim_monitoring_sources', 'nim_k8s_install_components'}
-    inventory_wide.update(nim_plan.SETTING_NAMES)
-    assert sorted(set(RULES) - public - inventory_wide) == []
-    # Every setting the planner reads has a rule.
-    assert sorted(inventory_wide - set(RULES)) == []
+    inventory_wide = _inventory_wide()
+    # The inventory-wide variables come from what the roles read, not from a list kept by hand.
+    assert {'nim_group_supervisor', 'nim_secrets_gid', 'nim_ngc_api_key', 'ansible_host'} <= inventory_wide
+    assert sorted(set(RULES) - _public_variables() - inventory_wide - set(nim_plan.SETTING_NAMES)) == []
+    # Every inventory-wide variable and every setting the planner reads has a rule.
+    assert sorted((inventory_wide | set(nim_plan.SETTING_NAMES)) - set(RULES)) == []
 
 
 def test_every_option_of_a_role_has_a_rule_unless_the_collection_passes_it():
