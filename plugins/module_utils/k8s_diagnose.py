@@ -315,6 +315,8 @@ def diagnose(workloads, pods, claims, storage_classes, nodes, events, now, start
     if failed:
         hopeless.insert(0, 'NIMCache %s/%s failed (its caching Job gave up): %s'
                         % (failed[0]['namespace'], failed[0]['name'], problem))
+    if workloads and workloads[0]['kind'] == 'Job' and problem.startswith('it failed'):
+        hopeless.insert(0, '%s %s' % (waiting_on, problem[len('it '):]))
     if hopeless:
         scheduler = [m for m in (_scheduler_message(p, look) for p in pods if not (p.get('spec') or {}).get('nodeName')) if m]
         reason = '; '.join(hopeless)

@@ -42,6 +42,13 @@ def rollout_problem(resources):
         if status.get('state') == 'Ready':
             return ''
         return 'it is not Ready (state %s)%s' % (status.get('state') or 'not reported yet', _messages(obj))
+    if kind == 'Job':
+        # A Job runs to an end: Complete, or Failed once its pods used up its backoff limit or deadline.
+        if _condition(obj, 'Complete') == 'True':
+            return ''
+        if _condition(obj, 'Failed') == 'True':
+            return 'it failed%s' % _messages(obj)
+        return 'it has not completed (%d pod(s) running, %d failed)' % (status.get('active') or 0, status.get('failed') or 0)
     if kind == 'NIMService':
         # The NIM Operator drives the rollout itself and reports it as the Ready condition and state.
         if _condition(obj, 'Ready') == 'True' and status.get('state', 'Ready') == 'Ready':

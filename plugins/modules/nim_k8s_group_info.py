@@ -14,18 +14,20 @@ description:
   - Reads, in one call with one API client, the workload of a deployment group (its LeaderWorkerSet,
     or its NIMService and the LeaderWorkerSet the NIM Operator made of it, or the NIMCache that
     downloads its model and the pods of its caching Job), or a component's Deployment (a controller
-    the collection installs, its pods by the Deployment's selector), the workload's pods, its
+    the collection installs, its pods by the Deployment's selector), or a Job (a group's smoke test,
+    its pods by their C(job-name) label), the workload's pods, its
     PersistentVolumeClaims (O(claims) and those its pods mount), the events of the namespace, and
     the cluster's storage classes while a claim is not bound and its nodes while a pod is not placed.
   - Returns RV(state) V(ready) when the workload has rolled out (every replica on the current
-    template and ready, as filter C(rollout_problem) judges it; a NIMCache whose state is V(Ready)),
+    template and ready, as filter C(rollout_problem) judges it; a NIMCache whose state is V(Ready); a
+    Job whose condition C(Complete) is true),
     V(waiting) while it has not, and
     V(hopeless) when waiting cannot help (the rules are in C(plugins/module_utils/k8s_diagnose.py)), that is
     a claim naming a storage class the cluster lacks, or none with no default class; a claim whose
     provisioning or binding still fails after O(claim_grace) seconds; a pod whose node selector or
     node affinity no node matches, or whose GPU request no node's allocatable holds; an image that
     cannot be pulled for O(pull_grace) seconds, or never can (C(InvalidImageName)); a NIMCache whose
-    state is V(Failed).
+    state is V(Failed); a Job whose condition C(Failed) is true.
   - RV(summary) names what it waits on, that is each pod's phase, readiness, node, restarts and waiting
     reason, each claim's phase and class, and the last events of the scheduler, the kubelet and the
     volume controllers for them. Used with C(until), each look is one retry.
@@ -37,7 +39,7 @@ options:
   kind:
     description: The group's workload.
     type: str
-    choices: [LeaderWorkerSet, NIMService, NIMCache, Deployment]
+    choices: [LeaderWorkerSet, NIMService, NIMCache, Deployment, Job]
     default: LeaderWorkerSet
   name:
     description: Name of the workload.
@@ -141,7 +143,7 @@ from ansible_collections.nimstack.multinode.plugins.module_utils.k8s_capacity im
 from ansible_collections.nimstack.multinode.plugins.module_utils.k8s_diagnose import CLAIM_GRACE, PULL_GRACE, diagnose
 
 _WORKLOAD_API = {'LeaderWorkerSet': 'leaderworkerset.x-k8s.io/v1', 'NIMService': 'apps.nvidia.com/v1alpha1',
-                 'NIMCache': 'apps.nvidia.com/v1alpha1', 'Deployment': 'apps/v1'}
+                 'NIMCache': 'apps.nvidia.com/v1alpha1', 'Deployment': 'apps/v1', 'Job': 'batch/v1'}
 # The NIM Operator runs a NIMCache's download as the Job <name>-job into the claim <name>-pvc
 # (internal/controller/nimcache_controller.go, internal/shared/pvc.go, v3.1.2); the Job controller
 # labels its pods job-name=<job>.
@@ -160,6 +162,8 @@ def read_group(service, params):
                  for kind, name in names]
     if params['kind'] == 'NIMCache':
         selectors = ['%s=%s-job' % (_JOB_NAME_LABEL, params['name'])]
+    elif params['kind'] == 'Job':
+        selectors = ['%s=%s' % (_JOB_NAME_LABEL, params['name'])]
     elif params['kind'] == 'Deployment':
         # Its pods are those its selector's labels match (a selector of expressions alone reads none).
         found = workloads[0]['resources']

@@ -342,3 +342,18 @@ def test_a_failed_nimcache_is_hopeless_with_its_conditions():
     assert result['state'] == 'hopeless'
     assert result['reason'] == ('NIMCache nim/nim-alpha-cache failed (its caching Job gave up): it is not Ready '
                                 '(state Failed): the caching job failed')
+
+
+def test_a_failed_job_is_hopeless_and_a_running_one_waited_on_with_its_pods():
+    def job(conditions, active=0):
+        return [{'kind': 'Job', 'namespace': NS, 'name': 'nim-alpha-smoke',
+                 'resources': [{'kind': 'Job', 'metadata': {'name': 'nim-alpha-smoke', 'namespace': NS},
+                                'status': {'active': active, 'conditions': conditions}}]}]
+    running = pod('nim-alpha-smoke-x', node_name='gpu-a1', phase='Running')
+    result = diagnose(job([], active=1), [running], [], [], [], [], T0 + 5, started=T0)
+    assert result['state'] == 'waiting' and result['waiting_on'] == 'Job nim/nim-alpha-smoke'
+    assert any(line.startswith('pod nim-alpha-smoke-x') for line in result['summary']), result['summary']
+    failed = job([{'type': 'Failed', 'status': 'True', 'message': 'Job has reached the specified backoff limit'}])
+    result = diagnose(failed, [], [], [], [], [], T0 + 5, started=T0)
+    assert result['state'] == 'hopeless'
+    assert result['reason'] == 'Job nim/nim-alpha-smoke failed: Job has reached the specified backoff limit'

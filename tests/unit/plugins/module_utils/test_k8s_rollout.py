@@ -69,3 +69,14 @@ def test_a_nimservice_is_rolled_out_when_the_operator_says_ready():
     pending = {'kind': 'NIMService', 'metadata': {'name': 'g'},
                'status': {'state': 'NotReady', 'conditions': [{'type': 'Ready', 'status': 'False'}]}}
     assert rollout_problem([pending]) == 'it is not Ready (state NotReady)'
+
+
+def test_a_job_is_rolled_out_when_complete_and_says_when_it_failed():
+    def job(conditions, active=0, failed=0):
+        return {'kind': 'Job', 'metadata': {'name': 'nim-alpha-smoke', 'generation': 1},
+                'status': {'active': active, 'failed': failed, 'conditions': conditions}}
+    assert rollout_problem([job([{'type': 'Complete', 'status': 'True'}])]) == ''
+    assert rollout_problem([job([], active=1)]) == 'it has not completed (1 pod(s) running, 0 failed)'
+    assert rollout_problem([job([{'type': 'Failed', 'status': 'True', 'reason': 'BackoffLimitExceeded',
+                                  'message': 'Job has reached the specified backoff limit'}], failed=2)]) == (
+        'it failed: Job has reached the specified backoff limit')

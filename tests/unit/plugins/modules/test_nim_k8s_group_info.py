@@ -107,3 +107,14 @@ def test_a_deployment_not_there_yet_reads_no_pod():
                                            'namespace': 'lws-system', 'lws_name': '', 'claims': []})[:2]
     assert workloads[0]['resources'] == [] and pods == []
     assert 'Pod' not in [c[0] for c in service.calls]
+
+
+def test_a_smoke_test_job_and_its_pods_by_their_job_name_are_read():
+    job_pod = obj('Pod', 'nim-alpha-smoke-x7k2p', status={'phase': 'Running'})
+    job_pod['metadata']['labels'] = {'job-name': 'nim-alpha-smoke'}
+    service = FakeService([obj('Job', 'nim-alpha-smoke', status={'active': 1}), job_pod, obj('Pod', 'other')])
+    workloads, pods = read_group(service, {'kind': 'Job', 'name': 'nim-alpha-smoke', 'namespace': 'nim',
+                                           'lws_name': '', 'claims': []})[:2]
+    assert [(w['kind'], w['name'], len(w['resources'])) for w in workloads] == [('Job', 'nim-alpha-smoke', 1)]
+    assert [p['metadata']['name'] for p in pods] == ['nim-alpha-smoke-x7k2p']
+    assert ('Pod', None, 'nim', ('job-name=nim-alpha-smoke',)) in service.calls
