@@ -8,6 +8,8 @@
 #   tests/cluster/cluster.sh up      # build (cached), start, wait until ready: build/k8s/kubeconfig
 #   tests/cluster/cluster.sh down    # stop every process it started, remove build/k8s
 #   tests/cluster/cluster.sh status
+#   tests/cluster/cluster.sh restart NAME   # stop one process (kube-apiserver, etcd...) and start it
+#                                           # again as it was started: a fault for the benchmarks
 #
 # The nodes (kwok, annotation kwok.x-k8s.io/node=fake), each 8 x nvidia.com/gpu, 64 CPUs, 1 TiB:
 #   gpu-a1, gpu-a2   rack rack-a (label nimstack.test/rack)
@@ -42,6 +44,8 @@ start() { # name command...
   shift
   setsid "$@" >>"$state/logs/$name.log" 2>&1 </dev/null &
   echo $! >"$state/run/$name.pid"
+  # How it was started, for restart.
+  printf '%q ' "$@" >"$state/run/$name.cmd"
 }
 
 # The bounds below leave room for a 2-core machine that runs the lab streams beside the cluster.
@@ -267,6 +271,22 @@ down() {
   log "stopped; $state removed"
 }
 
+# Stop one process and start it again with the command it was started with.
+restart() {
+  local name=$1 pid i
+  [[ -f $state/run/$name.cmd ]] || { log "no $name was started here"; exit 1; }
+  pid=$(cat "$state/run/$name.pid")
+  kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < 30; i++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.5
+  done
+  kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+  sleep "${NIMSTACK_K8S_DOWN_S:-0}"
+  eval "start $name $(cat "$state/run/$name.cmd")"
+  log "$name restarted (pid $(cat "$state/run/$name.pid"))"
+}
+
 status() {
   local name rc=0
   for name in "${procs[@]}"; do
@@ -279,5 +299,6 @@ case ${1:-} in
   up) up ;;
   down) down ;;
   status) status ;;
-  *) echo "usage: $0 up|down|status" >&2; exit 2 ;;
+  restart) restart "${2:?restart what: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok, agent}" ;;
+  *) echo "usage: $0 up|down|status|restart NAME" >&2; exit 2 ;;
 esac

@@ -1,0 +1,229 @@
+#!/usr/bin/env python
+"""Benchmark (not a test, not in `make test`): faults on the Kubernetes path, on the test cluster.
+
+Run by benchmarks/bench-k8s-faults.sh, which starts a cluster of its own (tests/cluster/cluster.sh)
+and takes it down. Two groups, alpha and beta (mpi, 2 pods of 8 GPUs each, raw LeaderWorkerSets,
+one rack each), are deployed by playbooks/deploy_kubernetes.yml as test-k8s-live.py deploys them;
+two spare nodes (rack-d) let a group move. Then, one at a time, each on group alpha:
+
+  pod-deleted         the worker's pod deleted: LWS re-creates the whole group
+                      (nim_k8s_restart_policy RecreateGroupOnPodRestart)
+  apiserver-restarted the API server stopped for BENCH_K8S_DOWN_S (10) and started again while a
+                      run rolls both groups (a changed setting): whether the run ends well, and a re-run
+  node-not-ready      the worker's node stops answering (kwok no longer keeps it: a kubelet lost);
+                      Kubernetes marks it NotReady and evicts its pods after their toleration
+                      (300 s by default), but a pod on a node that does not answer stays Terminating,
+                      and the StatefulSet of LWS waits for it; after BENCH_K8S_NODE_WAIT_S (480) the
+                      benchmark does what docs/operations.md tells a site to do (the node taken out
+                      of service: node.kubernetes.io/out-of-service), and the group moves to rack-d
+
+For each: the time until the group is Ready again (every pod Ready, the LeaderWorkerSet Available),
+whether the other group's pods stayed the same, and a re-run of deploy_kubernetes.yml (its rc,
+changed). One JSON row per fault in build/bench/k8s-faults/result.json.
+
+  benchmarks/bench-k8s-faults.sh
+  BENCH_K8S_FAULTS="pod-deleted apiserver-restarted" benchmarks/bench-k8s-faults.sh
+"""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.environ.get('BENCH_K8S_OUT') or os.path.join(REPO, 'build', 'bench', 'k8s-faults')
+os.environ.setdefault('NIMSTACK_LIVE_LOGS', os.path.join(OUT, 'logs'))
+_SPEC = importlib.util.spec_from_file_location('k8s_live', os.path.join(REPO, 'tests', 'e2e', 'test-k8s-live.py'))
+live = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(live)
+
+GROUPS = ('alpha', 'beta')
+SPARE_RACK = 'rack-d'
+DOWN_S = int(os.environ.get('BENCH_K8S_DOWN_S', '10'))
+NODE_WAIT_S = int(os.environ.get('BENCH_K8S_NODE_WAIT_S', '480'))
+READY_BOUND_S = int(os.environ.get('BENCH_K8S_READY_BOUND_S', '300'))
+FAULTS = os.environ.get('BENCH_K8S_FAULTS', 'pod-deleted apiserver-restarted node-not-ready').split()
+KWOK = 'kwok.x-k8s.io/node'
+OUT_OF_SERVICE = 'node.kubernetes.io/out-of-service'
+
+
+def say(message):
+    print(message, flush=True)
+
+
+def spare_nodes():
+    """Two more fake nodes (rack-d), kept by kwok as the cluster's own, so that a group can move."""
+    for name in ('gpu-d1', 'gpu-d2'):
+        node = {'apiVersion': 'v1', 'kind': 'Node',
+                'metadata': {'name': name, 'annotations': {KWOK: 'fake', 'node.alpha.kubernetes.io/ttl': '0'},
+                             'labels': {'kubernetes.io/hostname': name, 'kubernetes.io/os': 'linux',
+                                        'kubernetes.io/arch': 'amd64', 'type': 'kwok',
+                                        'nvidia.com/gpu.present': 'true', 'nvidia.com/gpu.count': '8',
+                                        live.RACK: SPARE_RACK}},
+                'spec': {'taints': []},
+                'status': {'allocatable': {'cpu': '64', 'memory': '1Ti', 'pods': '110', 'nvidia.com/gpu': '8'},
+                           'capacity': {'cpu': '64', 'memory': '1Ti', 'pods': '110', 'nvidia.com/gpu': '8'}}}
+        live.kubectl('apply', '-f', '-', stdin=json.dumps(node), parse=False)
+
+
+def lws_available(group):
+    found = live.kubectl('get', 'lws', 'nim-%s' % group, '-n', live.NS, '-o', 'json', check_rc=False)
+    return any(c.get('type') == 'Available' and c.get('status') == 'True'
+               for c in (found.get('status') or {}).get('conditions') or [])
+
+
+def group_ready(group, size=2):
+    pods = [p for p in live.group_pods(group) if not p['metadata'].get('deletionTimestamp')]
+    return len(pods) == size and all(live.ready(p) for p in pods) and lws_available(group)
+
+
+def wait(what, condition, bound, every=1.0):
+    """Seconds until condition() holds, or None after bound seconds; API errors count as not yet."""
+    start = time.monotonic()
+    while time.monotonic() - start < bound:
+        try:
+            if condition():
+                return round(time.monotonic() - start, 1)
+        except live.Failure:
+            pass
+        time.sleep(every)
+    say('   %s: not within %d s' % (what, bound))
+    return None
+
+
+def worker_pod(group):
+    return next(p for p in live.group_pods(group)
+                if p['metadata']['labels'].get('leaderworkerset.sigs.k8s.io/worker-index') != '0')
+
+
+class Bench:
+    def __init__(self):
+        os.makedirs(OUT, exist_ok=True)
+        self.rows = []
+        self.inv = live.inventory(os.path.join(OUT, 'bench.yml'), 'mpi', {g: 2 for g in GROUPS})
+        self.extra = {}
+
+    def rerun(self, name, extra=None):
+        play = live.Play(name, self.inv, dict(self.extra, **(extra or {})), expect_rc=None)
+        return {'rc': play.rc, 'changed': play.changed, 'seconds': play.seconds, 'log': os.path.relpath(play.log, REPO),
+                'failed_task': failed_task(play.output)}
+
+    def row(self, fault, **values):
+        row = dict({'fault': fault, 'group': 'alpha'}, **values)
+        self.rows.append(row)
+        say('   ' + json.dumps(row))
+
+    def fault_pod_deleted(self):
+        other = live.uids(['beta'])
+        before = live.uids(['alpha'])
+        pod = worker_pod('alpha')['metadata']['name']
+        struck = time.monotonic()
+        live.kubectl('delete', 'pod', pod, '-n', live.NS, '--wait=false', parse=False)
+        ready = wait('alpha ready again', lambda: group_ready('alpha') and not set(live.uids(['alpha']).values())
+                     & set(before.values()), READY_BOUND_S)
+        self.row('pod-deleted', deleted=pod, ready_again_s=ready,
+                 replaced=len(set(before.values()) - set(live.uids(['alpha']).values())),
+                 other_group_unchanged=live.uids(['beta']) == other,
+                 seconds=round(time.monotonic() - struck, 1), rerun=self.rerun('rerun-pod-deleted'))
+
+    def fault_apiserver_restarted(self):
+        other_before = live.uids(['beta'])
+        level = 'DEBUG' if self.extra.get('nim_log_level') != 'DEBUG' else 'INFO'
+        self.extra['nim_log_level'] = level
+        generation = live.kubectl('get', 'lws', 'nim-alpha', '-n', live.NS, '-o', 'json')['metadata']['generation']
+        result = {}
+        runner = threading.Thread(target=lambda: result.update(self.rerun('apiserver-restart-run')))
+        runner.start()
+        # The fault strikes once the run applied the change (a new generation) and waits on the rollout.
+        rolled = wait('the run applies the change', lambda: live.kubectl(
+            'get', 'lws', 'nim-alpha', '-n', live.NS, '-o', 'json')['metadata']['generation'] > generation, 600, 0.5)
+        struck = time.monotonic()
+        proc = subprocess.run([os.path.join(REPO, 'tests', 'cluster', 'cluster.sh'), 'restart', 'kube-apiserver'],
+                              env=dict(os.environ, NIMSTACK_K8S_DOWN_S=str(DOWN_S)), capture_output=True, text=True,
+                              check=False)
+        back = wait('the API server answers again', lambda: live.kubectl(
+            'get', '--raw', '/readyz', parse=False, check_rc=False).returncode == 0, 300, 0.5)
+        back = None if back is None else round(time.monotonic() - struck, 1)
+        runner.join()
+        ready = {g: wait('%s ready' % g, lambda g=g: group_ready(g), READY_BOUND_S) for g in GROUPS}
+        self.row('apiserver-restarted', change_applied_after_s=rolled, down_s=DOWN_S,
+                 restart_rc=proc.returncode, api_back_after_s=back, run=result, ready_after_run_s=ready,
+                 other_group_replaced=live.uids(['beta']) != other_before,
+                 rerun=self.rerun('rerun-apiserver-restarted'))
+
+    def fault_node_not_ready(self):
+        other = live.uids(['beta'])
+        worker = worker_pod('alpha')
+        node, pod = worker['spec']['nodeName'], worker['metadata']['name']
+        struck = time.monotonic()
+        live.kubectl('annotate', 'node', node, KWOK + '-', parse=False)
+
+        def node_ready():
+            found = live.kubectl('get', 'node', node, '-o', 'json')
+            return any(c['type'] == 'Ready' and c['status'] == 'True' for c in found['status'].get('conditions', []))
+
+        not_ready = wait('%s NotReady' % node, lambda: not node_ready(), 300)
+        evicted = wait('%s marked for deletion' % pod, lambda: any(
+            p['metadata']['name'] == pod and p['metadata'].get('deletionTimestamp') for p in live.group_pods('alpha')),
+            NODE_WAIT_S)
+        alone = wait('alpha ready again without help', lambda: group_ready('alpha'), max(0, NODE_WAIT_S - (
+            time.monotonic() - struck)))
+        stuck = [('%s on %s: %s%s' % (p['metadata']['name'], p['spec'].get('nodeName', '-'), p['status'].get('phase'),
+                                      ', terminating' if p['metadata'].get('deletionTimestamp') else ''))
+                 for p in live.group_pods('alpha')]
+        helped = None
+        if alone is None:
+            # What docs/operations.md tells a site: take the node out of service; Kubernetes then
+            # force-deletes its pods (non-graceful node shutdown) and the group starts elsewhere.
+            live.kubectl('taint', 'node', node, OUT_OF_SERVICE + '=nodeshutdown:NoExecute', parse=False)
+            helped = wait('alpha ready again after the out-of-service taint', lambda: group_ready('alpha'), READY_BOUND_S)
+        racks = sorted({live.kubectl('get', 'node', p['spec']['nodeName'], '-o', 'json')['metadata']['labels'].get(live.RACK)
+                        for p in live.group_pods('alpha') if p['spec'].get('nodeName')})
+        seconds = round(time.monotonic() - struck, 1)
+        # The node back, as it was.
+        live.kubectl('annotate', 'node', node, KWOK + '=fake', '--overwrite', parse=False)
+        live.kubectl('taint', 'node', node, OUT_OF_SERVICE + '-', parse=False, check_rc=False)
+        wait('%s Ready again' % node, node_ready, 300)
+        self.row('node-not-ready', node=node, not_ready_after_s=not_ready, pod_evicted_after_s=evicted,
+                 ready_again_alone_s=alone, while_waiting=stuck, ready_after_out_of_service_s=helped,
+                 racks_after=racks, other_group_unchanged=live.uids(['beta']) == other, seconds=seconds,
+                 rerun=self.rerun('rerun-node-not-ready'))
+
+    def run(self):
+        spare_nodes()
+        say('== deploy: groups %s, LWS installed from its manifest' % ', '.join(GROUPS))
+        first = live.Play('deploy', self.inv)
+        for group in GROUPS:
+            live.check(group_ready(group), 'group %s is not ready after the first run: %s' % (group, first.log))
+        for fault in FAULTS:
+            say('== %s' % fault)
+            getattr(self, 'fault_' + fault.replace('-', '_'))()
+            with open(os.path.join(OUT, 'result.json'), 'w', encoding='utf-8') as handle:
+                json.dump({'faults': self.rows}, handle, indent=2)
+
+
+def failed_task(output):
+    """The name of the task a run failed in, from its output ('' when none failed)."""
+    task = ''
+    for line in output.splitlines():
+        if line.startswith('TASK ['):
+            task = line[len('TASK ['):].split(']')[0]
+        elif line.startswith('fatal:') or line.startswith('failed:'):
+            return task
+    return ''
+
+
+def main():
+    for name in FAULTS:
+        if not hasattr(Bench, 'fault_' + name.replace('-', '_')):
+            sys.exit('no such fault: %s' % name)
+    bench = Bench()
+    bench.run()
+    say('bench_k8s_faults.py: %d fault(s); %s' % (len(bench.rows), os.path.relpath(os.path.join(OUT, 'result.json'), REPO)))
+
+
+if __name__ == '__main__':
+    main()
