@@ -101,7 +101,7 @@ def worker_pod(group):
 
 class Bench:
     def __init__(self):
-        os.makedirs(OUT, exist_ok=True)
+        os.makedirs(live.LOGS, exist_ok=True)
         self.rows = []
         self.inv = live.inventory(os.path.join(OUT, 'bench.yml'), 'mpi', {g: 2 for g in GROUPS})
         self.extra = {}
