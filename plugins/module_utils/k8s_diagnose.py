@@ -45,6 +45,13 @@ _PULL_FAILURES = ('ErrImagePull', 'ImagePullBackOff')
 _NORMAL_SHOWN = ('WaitForFirstConsumer', 'ExternalProvisioning', 'FailedBinding', 'TriggeredScaleUp',
                  'NotTriggerScaleUp', 'Pulling')
 _SELECTOR_MISMATCH = "didn't match Pod's node affinity/selector"
+# What a call meets while the API server restarts, is overloaded or loses etcd for a moment (the
+# messages of kubernetes.core's modules: urllib3's, the API server's status). Anything else (a
+# refusal by the API server or a webhook, a bad object) is no reason to try again.
+API_UNAVAILABLE = ('Connection refused', 'Connection reset', 'Connection aborted', 'RemoteDisconnected',
+                   'timed out', 'TLS handshake timeout', 'Service Unavailable', 'Too Many Requests',
+                   'EOF occurred', 'Max retries exceeded', 'the server is currently unable to handle the request',
+                   'etcdserver: leader changed', 'etcdserver: request timed out')
 _SHOWN_EVENTS = 8
 
 
@@ -324,3 +331,12 @@ def diagnose(workloads, pods, claims, storage_classes, nodes, events, now, start
             reason += '; the scheduler: %s' % scheduler[0]
         return {'state': 'hopeless', 'reason': reason.rstrip('.'), 'waiting_on': waiting_on, 'summary': summary}
     return {'state': 'waiting', 'reason': problem, 'waiting_on': waiting_on, 'summary': summary}
+
+
+def api_unavailable(result):
+    """Whether a task's result (a registered dict) failed only because the API server could not be
+    reached or answered that it could not serve now: then the call is worth trying again."""
+    if not isinstance(result, dict) or not result.get('failed'):
+        return False
+    text = ' '.join(str(result.get(key) or '') for key in ('msg', 'reason', 'error'))
+    return any(marker in text for marker in API_UNAVAILABLE)

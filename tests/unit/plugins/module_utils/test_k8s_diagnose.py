@@ -357,3 +357,19 @@ def test_a_failed_job_is_hopeless_and_a_running_one_waited_on_with_its_pods():
     result = diagnose(failed, [], [], [], [], [], T0 + 5, started=T0)
     assert result['state'] == 'hopeless'
     assert result['reason'] == 'Job nim/nim-alpha-smoke failed: Job has reached the specified backoff limit'
+
+
+def test_a_call_that_met_the_api_server_away_is_worth_trying_again_and_no_other():
+    from ansible_collections.nimstack.multinode.plugins.module_utils.k8s_diagnose import api_unavailable
+    refused = ("Task failed: Module failed: Value of unknown type: <class 'urllib3.exceptions.NewConnectionError'>, "
+               "HTTPSConnection(host='127.0.0.1', port=16482): Failed to establish a new connection: "
+               "[Errno 111] Connection refused")
+    assert api_unavailable({'failed': True, 'msg': refused})
+    assert api_unavailable({'failed': True, 'msg': 'Failed to apply object', 'reason': 'Service Unavailable'})
+    assert api_unavailable({'failed': True, 'error': 429, 'msg': 'Too Many Requests'})
+    # Not failed, or failed for a reason waiting does not clear.
+    assert not api_unavailable({'failed': False, 'msg': refused})
+    assert not api_unavailable({'changed': True})
+    assert not api_unavailable({'failed': True, 'msg': 'admission webhook "vleaderworkerset.kb.io" denied the request'})
+    assert not api_unavailable({'failed': True, 'reason': 'Unprocessable Entity', 'msg': 'spec.replicas: Invalid value'})
+    assert not api_unavailable(None)
