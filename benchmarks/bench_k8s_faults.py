@@ -141,16 +141,19 @@ class Bench:
         rolled = wait('the run applies the change', lambda: live.kubectl(
             'get', 'lws', 'nim-alpha', '-n', live.NS, '-o', 'json')['metadata']['generation'] > generation, 600, 0.5)
         struck = time.monotonic()
-        proc = subprocess.run([os.path.join(REPO, 'tests', 'cluster', 'cluster.sh'), 'restart', 'kube-apiserver'],
-                              env=dict(os.environ, NIMSTACK_K8S_DOWN_S=str(DOWN_S)), capture_output=True, text=True,
-                              check=False)
+        proc = cluster('restart', 'kube-apiserver', down_s=DOWN_S)
         back = wait('the API server answers again', lambda: live.kubectl(
             'get', '--raw', '/readyz', parse=False, check_rc=False).returncode == 0, 300, 0.5)
         back = None if back is None else round(time.monotonic() - struck, 1)
         runner.join()
         ready = {g: wait('%s ready' % g, lambda g=g: group_ready(g), READY_BOUND_S) for g in GROUPS}
+        # What the outage left not ready (the node controller marks a node's pods not ready when its
+        # lease was not seen; a kubelet reports them ready again, kwok does not).
+        unready = ['%s/%s on %s' % (p['metadata']['namespace'], p['metadata']['name'], p['spec'].get('nodeName', '-'))
+                   for p in live.items('pods', namespace=None) if not live.ready(p)]
         self.row('apiserver-restarted', change_applied_after_s=rolled, down_s=DOWN_S,
                  restart_rc=proc.returncode, api_back_after_s=back, run=result, ready_after_run_s=ready,
+                 pods_not_ready_after=unready,
                  other_group_replaced=live.uids(['beta']) != other_before,
                  rerun=self.rerun('rerun-apiserver-restarted'))
 
@@ -159,7 +162,9 @@ class Bench:
         worker = worker_pod('alpha')
         node, pod = worker['spec']['nodeName'], worker['metadata']['name']
         struck = time.monotonic()
+        # kwok keeps the nodes it took on; started again, it takes only those still annotated.
         live.kubectl('annotate', 'node', node, KWOK + '-', parse=False)
+        cluster('restart', 'kwok')
 
         def node_ready():
             found = live.kubectl('get', 'node', node, '-o', 'json')
@@ -186,6 +191,7 @@ class Bench:
         # The node back, as it was.
         live.kubectl('annotate', 'node', node, KWOK + '=fake', '--overwrite', parse=False)
         live.kubectl('taint', 'node', node, OUT_OF_SERVICE + '-', parse=False, check_rc=False)
+        cluster('restart', 'kwok')
         wait('%s Ready again' % node, node_ready, 300)
         self.row('node-not-ready', node=node, not_ready_after_s=not_ready, pod_evicted_after_s=evicted,
                  ready_again_alone_s=alone, while_waiting=stuck, ready_after_out_of_service_s=helped,
@@ -203,6 +209,13 @@ class Bench:
             getattr(self, 'fault_' + fault.replace('-', '_'))()
             with open(os.path.join(OUT, 'result.json'), 'w', encoding='utf-8') as handle:
                 json.dump({'faults': self.rows}, handle, indent=2)
+
+
+def cluster(*args, down_s=0):
+    """tests/cluster/cluster.sh with these arguments (restart NAME: down_s seconds between stop and start)."""
+    return subprocess.run([os.path.join(REPO, 'tests', 'cluster', 'cluster.sh')] + list(args),
+                          env=dict(os.environ, NIMSTACK_K8S_DOWN_S=str(down_s)), capture_output=True, text=True,
+                          check=False)
 
 
 def failed_task(output):
