@@ -21,7 +21,8 @@
 #                          restart wave stopped or replaced a rank; it ends when the dead run's hold
 #                          expires, and the group serves or is failed naming why
 #   host-lost              the worker's host stopped for good (started again for the re-run); the
-#                          supervisor calls it lost after BENCH_LOST_AFTER_S (nim_group_lost_after)
+#                          supervisor calls it lost after BENCH_LOST_AFTER_S (nim_group_lost_after, 90 s:
+#                          longer than the partition, which stays isolated)
 # For each: when the group serves again (a completion straight to its leader), its supervisor's
 # state, NIMGroupNotServing firing and clearing in Prometheus; then one site.yml re-run, which must
 # end serving. Writes build/bench/faults/{requests,series,faults}.jsonl, result.json (one row per
@@ -52,7 +53,7 @@ steady=${BENCH_STEADY_S:-10}
 serving_timeout=${BENCH_SERVING_TIMEOUT:-20}
 partition_s=${BENCH_PARTITION_S:-60}
 lease=${BENCH_LEASE_S:-45}
-lost_after=${BENCH_LOST_AFTER_S:-60}
+lost_after=${BENCH_LOST_AFTER_S:-90}
 # How long after a fault's end the group may take to serve again before the row says it did not.
 serve_bound=${BENCH_SERVE_BOUND_S:-180}
 read -r -a faults <<<"${BENCH_FAULTS:-rank-killed rank-frozen group-hung completions-failing worker-partitioned engine-restarted host-rebooted run-interrupted wave-interrupted host-lost}"
