@@ -338,5 +338,10 @@ def api_unavailable(result):
     reached or answered that it could not serve now: then the call is worth trying again."""
     if not isinstance(result, dict) or not result.get('failed'):
         return False
-    text = ' '.join(str(result.get(key) or '') for key in ('msg', 'reason', 'error'))
+    text = ' '.join(str(result.get(key) or '') for key in ('msg', 'reason', 'error')).strip()
+    if not text:
+        # ansible-core 2.19 keeps the message of a module that failed with an exception (as
+        # kubernetes.core's do) out of reach of `until`: a refused connection cannot be told from
+        # a refusal then, and the call is tried again.
+        return True
     return any(marker in text for marker in API_UNAVAILABLE)
