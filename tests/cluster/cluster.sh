@@ -251,18 +251,24 @@ yaml.safe_dump_all(stages, open(sys.argv[2], "w"))' "$cache/share/kwok/stages.ya
   log "KUBECONFIG=$state/kubeconfig"
 }
 
+# Stop one process this cluster started (its session): TERM, up to 15 s, then KILL.
+stop() {
+  local pid i
+  [[ -f $state/run/$1.pid ]] || return 0
+  pid=$(cat "$state/run/$1.pid")
+  kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < 30; i++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.5
+  done
+  kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+}
+
 down() {
-  local name pid i
+  local name
   # The agent first: it stops the controllers it runs.
   for name in agent kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
-    [[ -f $state/run/$name.pid ]] || continue
-    pid=$(cat "$state/run/$name.pid")
-    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
-    for ((i = 0; i < 30; i++)); do
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.5
-    done
-    kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+    stop "$name"
   done
   # Whatever is left of this state directory's processes (a controller the agent started in a
   # session of its own) is found by its command line.
@@ -273,15 +279,9 @@ down() {
 
 # Stop one process and start it again with the command it was started with.
 restart() {
-  local name=$1 pid i
+  local name=$1
   [[ -f $state/run/$name.cmd ]] || { log "no $name was started here"; exit 1; }
-  pid=$(cat "$state/run/$name.pid")
-  kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
-  for ((i = 0; i < 30; i++)); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.5
-  done
-  kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+  stop "$name"
   sleep "${NIMSTACK_K8S_DOWN_S:-0}"
   eval "start $name $(cat "$state/run/$name.cmd")"
   log "$name restarted (pid $(cat "$state/run/$name.pid"))"
