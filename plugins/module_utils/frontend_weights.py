@@ -25,7 +25,8 @@ A leader's weight is its static weight (the one in haproxy.cfg) scaled down by t
 The result is bounded by ``min_weight`` (a saturated leader still gets some traffic, so its
 numbers keep moving) and the static weight (an idle leader gets no more than the configuration
 gives it). A leader whose metrics cannot be read, or lack the gauges, returns to its static
-weight: the health checks, not the weights, decide whether it serves.
+weight: the health checks, not the weights, decide whether it serves (a stall it showed goes on
+being timed across the missed readings).
 
 Two states take a leader out (weight 0: HAProxy sends it no new request, the running ones go on)
 before its group's supervisor re-forms it, since HAProxy's readiness check cannot see them:
@@ -142,8 +143,10 @@ class LeaderWeight(object):
         or None when the metrics could not be read. Also kept as .last (with the inputs) for the
         service's log and the benchmark's series."""
         if load is None:
+            # The rate starts again, the stall clock does not: a reading missed on a busy host (or
+            # from a leader too hung to answer its metrics in time) must not give a stalled leader
+            # another stall_s in the pool.
             self.history = []
-            self.health = _Health()
             self.last = {'weight': self.static, 'waiting': None, 'kv': None, 'rate': None, 'stale': True, 'out': ''}
             return self.static
         if self.history and (load['completed'] < self.history[-1][1] or now <= self.history[-1][0]):

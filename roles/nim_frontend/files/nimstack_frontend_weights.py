@@ -80,7 +80,8 @@ class Service(object):
         weights = {}
         for server in self.servers:
             key = (server['backend'], server['server'])
-            load = read_load(server['metrics_url'], min(self.interval, 5.0))
+            # A read gets at least 2 s: on a loaded host a 1 s interval would miss readings.
+            load = read_load(server['metrics_url'], min(max(self.interval, 2.0), 5.0))
             leader = self.leaders[key]
             value = leader.observe(self.clock(), load)
             if load is None and key not in self.stale:

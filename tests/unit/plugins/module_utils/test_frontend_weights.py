@@ -250,6 +250,20 @@ def test_a_leader_whose_tokens_stop_while_requests_run_is_taken_out_after_stall_
     assert leader.last['out'] == ''
 
 
+def test_a_missed_reading_does_not_restart_the_stall_clock():
+    leader = fw.LeaderWeight(stall_s=10)
+    assert leader.observe(0.0, reading(generated=20.0)) > 0
+    for t in range(1, 6):
+        assert leader.observe(float(t), reading(generated=40.0)) > 0
+    # Hung since t=1; the metrics miss two readings (a busy host): static weight meanwhile.
+    assert leader.observe(6.0, None) == 100
+    assert leader.observe(7.0, None) == 100
+    assert leader.observe(10.0, reading(generated=40.0)) > 0
+    # Out 10 s after the last token, as without the missed readings.
+    assert leader.observe(11.0, reading(generated=40.0)) == 0
+    assert leader.last['out'] == '1 request(s) running and no token served for 10 s'
+
+
 def test_an_idle_leader_or_one_without_the_token_counter_is_never_stalled():
     idle, blind = fw.LeaderWeight(stall_s=5), fw.LeaderWeight(stall_s=5)
     for t in range(60):
