@@ -3,9 +3,11 @@
     python3 model-source.py [--port 8080] [--size-mib 4] [--rate BYTES_PER_SECOND]
 
 GET /model/manifest.json   {"name", "version", "files": [{"name", "size", "sha256"}], "sha256"}
-GET /model/weights.bin     the weights: the same bytes on every start (a sha256 chain)
+GET /model/weights.bin     the weights: the same bytes on every start (a sha256 chain); with
+                           "Range: bytes=N-", from byte N (206)
 GET /stats                 {"downloads": whole weights transfers, "started": weights requests,
-                            "manifest_requests": n, "rate": bytes per second or 0}
+                            "manifest_requests": n, "resumed_from": [the first byte of each
+                            transfer resumed with a Range request], "rate": bytes per second or 0}
 POST /stats/reset          zeroes the counters
 
 --rate limits each transfer (0: no limit), for benchmarks of the shared cache against one
@@ -15,6 +17,7 @@ download per node. Python's standard library only: it runs on the lab's base ima
 import argparse
 import hashlib
 import json
+import re
 import sys
 import threading
 import time
@@ -48,7 +51,11 @@ class Source(object):
 
     def reset(self):
         with self.lock:
-            self.stats = {'downloads': 0, 'started': 0, 'manifest_requests': 0}
+            self.stats = {'downloads': 0, 'started': 0, 'manifest_requests': 0, 'resumed_from': []}
+
+    def resumed(self, offset):
+        with self.lock:
+            self.stats['resumed_from'].append(offset)
 
     def bump(self, key):
         with self.lock:
@@ -56,7 +63,7 @@ class Source(object):
 
     def snapshot(self):
         with self.lock:
-            result = dict(self.stats)
+            result = dict(self.stats, resumed_from=list(self.stats['resumed_from']))
         result['rate'] = self.rate
         return result
 
@@ -90,16 +97,25 @@ def handler_for(source):
         def send_weights(self):
             source.bump('started')
             data = source.weights
-            self.send_response(200)
+            # A transfer cut short is resumed with "Range: bytes=N-" (the only form asked for).
+            first = 0
+            wanted = re.fullmatch(r'bytes=(\d+)-', self.headers.get('Range') or '')
+            if wanted and int(wanted.group(1)) < len(data):
+                first = int(wanted.group(1))
+                source.resumed(first)
+                self.send_response(206)
+                self.send_header('Content-Range', 'bytes %d-%d/%d' % (first, len(data) - 1, len(data)))
+            else:
+                self.send_response(200)
             self.send_header('Content-Type', 'application/octet-stream')
-            self.send_header('Content-Length', str(len(data)))
+            self.send_header('Content-Length', str(len(data) - first))
             self.end_headers()
             started = time.monotonic()
-            for offset in range(0, len(data), CHUNK):
+            for offset in range(first, len(data), CHUNK):
                 self.wfile.write(data[offset:offset + CHUNK])
                 if source.rate:
                     # Hold the average at the rate: sleep until this many bytes are due.
-                    due = started + (offset + CHUNK) / float(source.rate)
+                    due = started + (offset - first + CHUNK) / float(source.rate)
                     delay = due - time.monotonic()
                     if delay > 0:
                         time.sleep(delay)

@@ -12,6 +12,7 @@ start) from downloading twice. Exit status: 0 complete, 1 failed, 2 usage.
 import argparse
 import fcntl
 import hashlib
+import http.client
 import json
 import os
 import sys
@@ -59,19 +60,38 @@ def complete(directory):
         return None
 
 
-def fetch(url, dest, deadline, expect_sha=None):
-    """Stream url into dest (via a temporary name); return its sha256."""
+def fetch(url, dest, deadline, expect_sha=None, expect_size=None):
+    """Stream url into dest (via a temporary name, dest.part); return its sha256. A file with a
+    known sha256 whose dest.part an earlier download left is resumed from where it stopped (an
+    HTTP Range request); a source that answers with the whole file starts it again. Nothing but
+    the whole file, with the sha256 the manifest names, ever takes dest's name."""
     remaining = deadline - time.monotonic()
     if remaining <= 0:
         raise RuntimeError('download deadline passed before %s' % url)
     digest = hashlib.sha256()
     tmp = dest + '.part'
-    with urllib.request.urlopen(url, timeout=min(30.0, remaining)) as response, open(tmp, 'wb') as out:
-        for block in iter(lambda: response.read(CHUNK), b''):
-            if time.monotonic() > deadline:
-                raise RuntimeError('download of %s exceeded NIM_STANDIN_DOWNLOAD_TIMEOUT' % url)
-            digest.update(block)
-            out.write(block)
+    have = os.path.getsize(tmp) if expect_sha is not None and os.path.exists(tmp) else 0
+    request = urllib.request.Request(url, headers={'Range': 'bytes=%d-' % have} if have else {})
+    with urllib.request.urlopen(request, timeout=min(30.0, remaining)) as response:
+        resumed = have and response.status == 206
+        if resumed:
+            with open(tmp, 'rb') as handle:
+                for block in iter(lambda: handle.read(CHUNK), b''):
+                    digest.update(block)
+            log('resuming %s from byte %d' % (os.path.basename(dest), have))
+        with open(tmp, 'ab' if resumed else 'wb') as out:
+            try:
+                for block in iter(lambda: response.read(CHUNK), b''):
+                    if time.monotonic() > deadline:
+                        raise RuntimeError('download of %s exceeded NIM_STANDIN_DOWNLOAD_TIMEOUT' % url)
+                    digest.update(block)
+                    out.write(block)
+            except http.client.HTTPException as exc:
+                raise RuntimeError('%s: the transfer broke: %r' % (url, exc))
+    if expect_size is not None and os.path.getsize(tmp) < expect_size:
+        # Kept: the next download resumes from here.
+        raise RuntimeError('%s cut short after %d of %d bytes (kept in %s; the next download resumes from there)'
+                           % (url, os.path.getsize(tmp), expect_size, os.path.basename(tmp)))
     if expect_sha is not None and digest.hexdigest() != expect_sha:
         os.unlink(tmp)
         raise RuntimeError('%s: sha256 %s, manifest says %s' % (url, digest.hexdigest(), expect_sha))
@@ -98,7 +118,7 @@ def download(url, directory, timeout):
         if '/' in name or name.startswith('.'):
             raise RuntimeError('manifest names an unsafe file: %r' % name)
         started = time.monotonic()
-        fetch('%s/%s' % (base, name), os.path.join(directory, name), deadline, item['sha256'])
+        fetch('%s/%s' % (base, name), os.path.join(directory, name), deadline, item['sha256'], item['size'])
         log('fetched %s (%d bytes) in %.1f s' % (name, item['size'], time.monotonic() - started))
     with open(os.path.join(directory, MARKER) + '.tmp', 'w') as handle:
         handle.write(hashlib.sha256(raw).hexdigest() + '\n')
