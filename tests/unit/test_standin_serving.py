@@ -64,7 +64,13 @@ def test_requests_past_the_slots_wait_and_go_in_as_slots_free():
                                 'gpu_cache_usage_perc': 0.06}
     assert serve.counters['request_success_total'] == 2
     assert serve.counters['request_failure_total'] == 1
-    assert serve.counters['prompt_tokens_total'] == 19
+    # A prompt counts once it went through the model, not when it was admitted.
+    assert serve.counters['prompt_tokens_total'] == 0
+    for request in [second] + admitted:
+        if request is not None:
+            request.prefilled()
+            request.prefilled()
+    assert serve.counters['prompt_tokens_total'] == 5 + 3 + 3 + 3
 
 
 def test_a_request_that_finds_no_slot_in_time_fails():
@@ -122,7 +128,7 @@ def test_the_text_has_nim_names_types_and_cumulative_buckets():
         request.token()
         request.finish(True)
     serve.fail()
-    serve.admit(7)
+    serve.admit(7).prefilled()
     text = serve.render('meta/llama-3.1-8b-instruct')
     label = {'model_name': 'meta/llama-3.1-8b-instruct'}
     types = dict(re.findall(r'^# TYPE (\S+) (\S+)$', text, re.M))

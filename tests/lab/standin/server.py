@@ -216,6 +216,7 @@ class Handler(BaseHTTPRequestHandler):
         if job.error:
             send_json(self, 503, error_body(job.error, 'ServiceUnavailable', 503))
             return False
+        request.prefilled()
         whole = answer(path, job.payload, job.result)
         if body.get('stream') is True:
             self.send_stream(path, whole, bool((body.get('stream_options') or {}).get('include_usage')), request,

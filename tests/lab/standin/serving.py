@@ -101,7 +101,12 @@ class Request(object):
         self.generated = 0
         self.first_token = None
         self.last_token = None
+        self.prefilled_at = None
         self.done = False
+
+    def prefilled(self):
+        """The prompt went through the model (the group's forward pass returned)."""
+        self.serving.record_prefill(self)
 
     def token(self, count=1):
         """count tokens generated now."""
@@ -147,7 +152,6 @@ class Serving(object):
             request = Request(self, int(prompt_tokens), arrived)
             request.started = self.clock()
             self.running.append(request)
-            self.counters['prompt_tokens_total'] += request.prompt_tokens
             return request
 
     def fail(self):
@@ -155,9 +159,22 @@ class Serving(object):
         with self.cond:
             self.counters['request_failure_total'] += 1
 
+    def record_prefill(self, request):
+        """prompt_tokens_total counts a prompt once it went through the model, as vLLM counts the
+        prefill tokens of each engine step: a hung group, which admits requests and runs no step,
+        counts none."""
+        with self.cond:
+            self._prefill(request)
+
+    def _prefill(self, request):
+        if request.prefilled_at is None:
+            request.prefilled_at = self.clock()
+            self.counters['prompt_tokens_total'] += request.prompt_tokens
+
     def record_tokens(self, request, count):
         now = self.clock()
         with self.cond:
+            self._prefill(request)
             if request.first_token is None:
                 request.first_token = now
                 self.histograms['time_to_first_token_seconds'].observe(now - request.arrived)
