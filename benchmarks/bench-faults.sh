@@ -20,10 +20,23 @@
 #                          to its hosts) killed with SIGKILL (a lost controller) as soon as its
 #                          restart wave stopped or replaced a rank; it ends when the dead run's hold
 #                          expires, and the group serves or is failed naming why
+#   source-down            the group's model downloaded again (its download stamp removed, as a
+#                          new image or profile does) by a deploy limited to its hosts, the model
+#                          source slowed to 128 KiB/s and stopped once 1 MiB came: the run must fail
+#                          naming it with nothing changed and the group serving; the source back
+#                          (its end), the deploy again must resume the cut file and succeed
+#   cache-full             the same download into a leader's cache of 1 MiB (a tmpfs over the cache
+#                          path): the run must stop before any change naming the full disk; space
+#                          freed (its end), the deploy again must succeed
+#   cache-fills            the same with room for the model when the run starts (24 MiB), filled by
+#                          another writer once 1 MiB came (the source slowed): the run must fail
+#                          naming the full disk, nothing used; space freed (its end), the deploy
+#                          again must resume the cut file and succeed
 #   host-lost              the worker's host stopped for good (started again for the re-run); the
 #                          supervisor calls it lost after BENCH_LOST_AFTER_S (nim_group_lost_after, 90 s:
 #                          longer than the partition, which stays isolated)
-# For each: when the group serves again (a completion straight to its leader), its supervisor's
+# For each: when the group serves again (a completion straight to its leader; for the download
+# faults, whether it answers when the fault ends, before the run again), its supervisor's
 # state, NIMGroupNotServing firing and clearing in Prometheus; then one site.yml re-run, which must
 # end serving. Writes build/bench/faults/{requests,series,faults}.jsonl, result.json (one row per
 # fault: bench_faults.py report) and faults.png (bench_faults.py plot).
@@ -35,8 +48,8 @@
 #                                             more faults on that lab, added to the same rows
 #
 # Its own lab (NIMSTACK_LAB_PREFIX, default nimstack-flt on 172.30.91.0/24), torn down at the end
-# unless LAB_KEEP=1. Not here: a model source or registry down mid-transfer, a full cache disk, and
-# the Kubernetes faults (docs/operations.md says so).
+# unless LAB_KEEP=1. A registry cut mid-pull is make test's (tests/e2e/test-contracts.sh); the
+# Kubernetes faults are benchmarks/bench-k8s-faults.sh's.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -54,9 +67,11 @@ serving_timeout=${BENCH_SERVING_TIMEOUT:-20}
 partition_s=${BENCH_PARTITION_S:-60}
 lease=${BENCH_LEASE_S:-45}
 lost_after=${BENCH_LOST_AFTER_S:-90}
+# The model cache's path on the lab hosts (the shared path; $shared on this machine).
+cache_path=/mnt/nimstack/model-cache
 # How long after a fault's end the group may take to serve again before the row says it did not.
 serve_bound=${BENCH_SERVE_BOUND_S:-180}
-read -r -a faults <<<"${BENCH_FAULTS:-rank-killed rank-frozen group-hung completions-failing worker-partitioned engine-restarted host-rebooted run-interrupted wave-interrupted host-lost}"
+read -r -a faults <<<"${BENCH_FAULTS:-rank-killed rank-frozen group-hung completions-failing worker-partitioned engine-restarted host-rebooted run-interrupted wave-interrupted source-down cache-full cache-fills host-lost}"
 declare -A leader_of=([fa]=$prefix-1 [fb]=$prefix-3) worker_of=([fa]=$prefix-2 [fb]=$prefix-4) other_of=([fa]=fb [fb]=fa)
 door_host=$prefix-5
 now() { date +%s.%N; }
@@ -250,6 +265,109 @@ inject_wave-interrupted() {
   while (($(date +%s) < expires)); do sleep 1; done
 }
 inject_host-lost() { docker stop "${worker_of[$1]}" >/dev/null; lost=1; }
+# The group's model downloaded again on its leader (its download stamp removed, as a new image or
+# profile does) by a deploy_docker.yml limited to the group's hosts, in the background ($bg).
+redownload() {
+  local g=$1 log=$2
+  shift 2
+  ranks_before=$(ranks_of "$g")
+  on "${leader_of[$g]}" sh -c "rm -f /etc/nimstack/nim/$g/download-*.done"
+  PLAYBOOK=playbooks/deploy_docker.yml play "$logs/$log.log" --limit "${leader_of[$g]},${worker_of[$g]}" "$@" &
+  bg=$!
+}
+# Whether the ranks of group $1 are the ones redownload found (no container changed by the failed run).
+ranks_untouched() {
+  [[ $(ranks_of "$1") == "$ranks_before" ]] && echo "no rank touched" || echo "RANKS CHANGED by the failed run"
+}
+# What the run of log $1 failed with: the download's failure or the doctor's (300 characters).
+run_said() {
+  tr -s ' \n' '  ' <"$logs/$1.log" \
+    | grep -o -e "the model download (container [^)]*) [^\"]*last lines: [^\"]*" -e "doctor: [0-9]* check(s) failed: [^\"']*" \
+    | head -1 | sed 's/ The container is kept.*//' | cut -c1-300 || true
+}
+# Wait (bounded, $2 s) until the download's cut file on the leader of group $1 holds 1 MiB.
+part_grows() {
+  local t_end=$((SECONDS + $2))
+  until on "${leader_of[$1]}" sh -c "test \$(stat -c %s $cache_path/nimstack-standin/weights.bin.part 2>/dev/null || echo 0) -ge 1048576"; do
+    ((SECONDS < t_end)) && kill -0 "$bg" 2>/dev/null || return 1
+    sleep 0.5
+  done
+}
+inject_source-down() {
+  local g=$1 part=$shared/nimstack-standin/weights.bin.part rc=0 rerun=0 cut said resumed
+  # Slow enough to be cut half way: the 4 MiB at 128 KiB/s, about 32 s. The cached model goes
+  # (a new version of it would be new files): the download has to fetch it.
+  NIMSTACK_MODEL_SOURCE_RATE=131072 tests/lab/model-source.sh up >/dev/null
+  rm -f "$shared/nimstack-standin/weights.bin" "$shared/nimstack-standin/.complete"
+  redownload "$g" "deploy-source-down-$g"
+  if ! part_grows "$g" 240; then
+    note="the download never got 1 MiB (see deploy-source-down-$g.log)"; wait "$bg" || true; return
+  fi
+  struck=$(now)
+  docker stop "$prefix-model-source" >/dev/null
+  wait "$bg" || rc=$?
+  said=$(run_said "deploy-source-down-$g") cut=$(stat -c %s "$part" 2>/dev/null || echo 0)
+  untouched=$(ranks_untouched "$g")
+  sleep 10
+  # The source back (at full speed): the fault's end; then the deployment again, which resumes.
+  tests/lab/model-source.sh up >/dev/null
+  fault_end=$(now)
+  ! answers "$g" 10 || served_at_end=$(now)
+  PLAYBOOK=playbooks/deploy_docker.yml play "$logs/deploy-source-back-$g.log" \
+    --limit "${leader_of[$g]},${worker_of[$g]}" || rerun=$?
+  resumed=$(tests/lab/model-source.sh stats | python3 -c 'import json, sys; print(json.load(sys.stdin)["resumed_from"])')
+  note="the run that lost its source: rc $rc, $said; $cut bytes kept in weights.bin.part, no download stamp, $untouched;"
+  note+=" the source back, the run again: rc $rerun, changed=$(recap changed "$logs/deploy-source-back-$g.log"),"
+  note+=" resumed from byte(s) $resumed, cache complete: $(on "${leader_of[$g]}" test -f "$cache_path/nimstack-standin/.complete" && echo yes || echo no)"
+}
+inject_cache-full() {
+  local g=$1 l=${leader_of[$1]} rc=0 rerun=0 said
+  # The leader's cache on a 1 MiB file system, smaller than the model (4 MiB): the disk full.
+  on "$l" mount -t tmpfs -o size=1m,mode=1777 nimstack-bench-full "$cache_path"
+  redownload "$g" "deploy-cache-full-$g"
+  wait "$bg" || rc=$?
+  said=$(run_said "deploy-cache-full-$g")
+  untouched=$(ranks_untouched "$g")
+  # Space freed: the small file system gone, the cache as it was.
+  on "$l" umount "$cache_path"
+  fault_end=$(now)
+  ! answers "$g" 10 || served_at_end=$(now)
+  PLAYBOOK=playbooks/deploy_docker.yml play "$logs/deploy-cache-freed-$g.log" \
+    --limit "${leader_of[$g]},${worker_of[$g]}" || rerun=$?
+  note="the run with the cache full: rc $rc, $said, $untouched; space freed, the run again: rc $rerun,"
+  note+=" changed=$(recap changed "$logs/deploy-cache-freed-$g.log")"
+}
+inject_cache-fills() {
+  local g=$1 l=${leader_of[$1]} rc=0 rerun=0 said resumed
+  # The leader's cache on a file system with room for the model when the run starts (24 MiB, the
+  # doctor asks 1.1 x the weights), filled by another writer once 1 MiB of the model came. Only
+  # the leader has it (the doctor would find the cache not shared: its findings are warnings here).
+  NIMSTACK_MODEL_SOURCE_RATE=131072 tests/lab/model-source.sh up >/dev/null
+  on "$l" mount -t tmpfs -o size=24m,mode=1777 nimstack-bench-fills "$cache_path"
+  redownload "$g" "deploy-cache-fills-$g" -e doctor_fail=false
+  if ! part_grows "$g" 240; then
+    note="the download never got 1 MiB (see deploy-cache-fills-$g.log)"; wait "$bg" || true
+    on "$l" umount "$cache_path"; return
+  fi
+  struck=$(now)
+  on "$l" sh -c "dd if=/dev/zero of=$cache_path/filler bs=1M 2>/dev/null" || true
+  wait "$bg" || rc=$?
+  said=$(run_said "deploy-cache-fills-$g")
+  untouched=$(ranks_untouched "$g")
+  # Space freed: the filler removed, the source at full speed.
+  on "$l" rm -f "$cache_path/filler"
+  tests/lab/model-source.sh up >/dev/null
+  fault_end=$(now)
+  ! answers "$g" 10 || served_at_end=$(now)
+  PLAYBOOK=playbooks/deploy_docker.yml play "$logs/deploy-cache-room-$g.log" \
+    --limit "${leader_of[$g]},${worker_of[$g]}" -e doctor_fail=false || rerun=$?
+  resumed=$(tests/lab/model-source.sh stats | python3 -c 'import json, sys; print(json.load(sys.stdin)["resumed_from"])')
+  note="the run whose cache filled: rc $rc, $said, $untouched; space freed, the run again: rc $rerun,"
+  note+=" changed=$(recap changed "$logs/deploy-cache-room-$g.log"), resumed from byte(s) $resumed,"
+  note+=" cache complete: $(on "$l" test -f "$cache_path/nimstack-standin/.complete" && echo yes || echo no)"
+  # The small file system gone: the shared cache as it was (whole).
+  on "$l" umount "$cache_path"
+}
 
 turn=0
 for fault in "${faults[@]}"; do
@@ -257,12 +375,12 @@ for fault in "${faults[@]}"; do
   g=$([[ $((turn % 2)) == 0 ]] && echo fa || echo fb) turn=$((turn + 1))
   step "$fault in group $g (worker ${worker_of[$g]}), the clients streaming all along"
   steady_state
-  note='' lost=''
+  note='' lost='' fault_end='' served_at_end=''
   struck=$(now)
   "inject_$fault" "$g"
   ended=None
-  [[ -n $lost ]] || ended=$(now)
-  served='' fired='' cleared='' t_end=$((SECONDS + serve_bound))
+  [[ -n $lost ]] || ended=${fault_end:-$(now)}
+  served=$served_at_end fired='' cleared='' t_end=$((SECONDS + serve_bound))
   while :; do
     state=$(alert_state "$g")
     [[ -z $fired && $state == firing ]] && fired=$(python3 -c "print(round($(now) - $struck, 1))")
@@ -284,6 +402,11 @@ for fault in "${faults[@]}"; do
     sleep 1
   done
   sup=$(sup_state "$g")
+  # A group that serves again may not have written its state yet (healing -> formed): 10 s at most.
+  for _ in 1 2 3 4 5; do
+    [[ -n $served && ($sup == healing || $sup == restarting) ]] || break
+    sleep 2; sup=$(sup_state "$g")
+  done
   echo "   supervisor: $sup; NIMGroupNotServing fired ${fired:-never}, cleared ${cleared:-no}${note:+; $note}"
   python3 - "$out/faults.jsonl" <<EOF
 import json, sys

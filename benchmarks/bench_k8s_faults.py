@@ -10,6 +10,13 @@ two spare nodes (rack-d) let a group move. Then, one at a time, each on group al
                       (nim_k8s_restart_policy RecreateGroupOnPodRestart)
   apiserver-restarted the API server stopped for BENCH_K8S_DOWN_S (10) and started again while a
                       run rolls both groups (a changed setting): whether the run ends well, and a re-run
+  lws-restarted       LWS's controller restarted (its pod deleted; the Deployment starts another)
+                      once a run that rolls both groups applied its change: whether the run ends
+                      well and the groups roll, and a re-run
+  operator-restarted  the same with the NIM Operator, on a third group (gamma, NIMCache and
+                      NIMService, on the spare rack) installed as test-k8s-live.py's operator stage
+                      does; needs the operator built (NIMSTACK_NIM_OPERATOR_SRC), else its row
+                      says skipped
   node-not-ready      the worker's node stops answering (kwok no longer keeps it: a kubelet lost);
                       Kubernetes marks it NotReady and evicts its pods after their toleration
                       (300 s by default), but a pod on a node that does not answer stays Terminating,
@@ -45,9 +52,12 @@ SPARE_RACK = 'rack-d'
 DOWN_S = int(os.environ.get('BENCH_K8S_DOWN_S', '10'))
 NODE_WAIT_S = int(os.environ.get('BENCH_K8S_NODE_WAIT_S', '480'))
 READY_BOUND_S = int(os.environ.get('BENCH_K8S_READY_BOUND_S', '300'))
-FAULTS = os.environ.get('BENCH_K8S_FAULTS', 'pod-deleted apiserver-restarted node-not-ready').split()
+FAULTS = os.environ.get('BENCH_K8S_FAULTS',
+                        'pod-deleted apiserver-restarted lws-restarted operator-restarted node-not-ready').split()
 KWOK = 'kwok.x-k8s.io/node'
 OUT_OF_SERVICE = 'node.kubernetes.io/out-of-service'
+# The NIM Operator's group of operator-restarted (on the spare rack).
+OPERATOR_GROUP = 'gamma'
 
 
 def say(message):
@@ -168,6 +178,73 @@ class Bench:
                  other_group_replaced=live.uids(['beta']) != other_before,
                  rerun=self.rerun('rerun-apiserver-restarted'))
 
+    def restart_during_rollout(self, fault, namespace, kind, name, inv, extra, groups, ready, pods_of):
+        """A run that rolls `groups` (NIM_LOG_LEVEL changed); once it applied the change (a new
+        generation of kind/name), every pod of the controller in `namespace` deleted (its Deployment
+        starts a new one, which the cluster's agent runs): whether the run ends well, and when."""
+        level = 'DEBUG' if extra.get('nim_log_level') != 'DEBUG' else 'INFO'
+        extra['nim_log_level'] = level
+
+        def uids(group):
+            return {p['metadata']['name']: p['metadata']['uid'] for p in pods_of(group)}
+
+        before = {g: uids(g) for g in groups}
+
+        def generation():
+            return live.kubectl('get', kind, name, '-n', live.NS, '-o', 'json')['metadata']['generation']
+
+        first = generation()
+        result = {}
+
+        def run():
+            play = live.Play('%s-run' % fault, inv, extra, expect_rc=None)
+            result.update(rc=play.rc, changed=play.changed, seconds=play.seconds, log=os.path.relpath(play.log, REPO),
+                          failed_task=failed_task(play.output))
+
+        runner = threading.Thread(target=run)
+        runner.start()
+        applied = wait('the run applies the change', lambda: generation() > first, 600, 0.5)
+        struck = time.monotonic()
+        old = {p['metadata']['uid'] for p in live.items('pods', namespace=namespace)}
+        for pod in live.items('pods', namespace=namespace):
+            live.kubectl('delete', 'pod', pod['metadata']['name'], '-n', namespace, '--wait=false', parse=False)
+        back = wait('a new controller pod Running', lambda: any(
+            p['metadata']['uid'] not in old and p['status'].get('phase') == 'Running'
+            for p in live.items('pods', namespace=namespace)), 300, 0.5)
+        runner.join()
+        ready_after = {g: wait('%s ready' % g, lambda g=g: ready(g), READY_BOUND_S) for g in groups}
+        self.row(fault, group=','.join(groups), change_applied_after_s=applied, controller_back_after_s=back,
+                 run=result, ready_after_run_s=ready_after,
+                 pods_replaced={g: len(set(before[g].values()) - set(uids(g).values())) for g in groups},
+                 env_now={g: sorted({e.get('value') for p in pods_of(g) for c in p['spec']['containers']
+                                     for e in c.get('env', []) if e['name'] == 'NIM_LOG_LEVEL'}) for g in groups},
+                 seconds=round(time.monotonic() - struck, 1),
+                 rerun=rerun_of(fault, inv, extra))
+
+    def fault_lws_restarted(self):
+        self.restart_during_rollout('lws-restarted', 'lws-system', 'lws', 'nim-alpha', self.inv, self.extra, GROUPS,
+                                    group_ready, live.group_pods)
+
+    def fault_operator_restarted(self):
+        if not live.OPERATOR_VERSION:
+            self.row('operator-restarted', group=OPERATOR_GROUP,
+                     skipped='the NIM Operator is not built: tests/cluster/build.sh had no NIMSTACK_NIM_OPERATOR_SRC')
+            return
+        # A group of the NIM Operator (NIMCache, then NIMService with multiNode) beside the raw ones,
+        # installed as test-k8s-live.py's operator stage installs it.
+        for name in sorted(os.listdir(os.path.join(live.CACHE, 'share', 'crds'))):
+            live.kubectl('apply', '--server-side', '-f', os.path.join(live.CACHE, 'share', 'crds', name), parse=False)
+        if live.kubectl('get', 'secret', live.OPERATOR_TLS, '-n', live.OPERATOR_NS, parse=False,
+                        check_rc=False).returncode != 0:
+            live.operator_tls()
+        extra = live.operator_extra()
+        live.standin_manifest(live.OPERATOR_IMAGES['mpi'], 8, 2)
+        inv = live.inventory(os.path.join(OUT, 'operator.yml'), 'mpi', {OPERATOR_GROUP: 2})
+        live.Play('operator-deploy', inv, extra)
+        live.check(operator_ready(OPERATOR_GROUP), 'group %s is not ready after its first run' % OPERATOR_GROUP)
+        self.restart_during_rollout('operator-restarted', live.OPERATOR_NS, 'nimservice', 'nim-%s' % OPERATOR_GROUP,
+                                    inv, extra, (OPERATOR_GROUP,), operator_ready, live.operator_pods)
+
     def fault_node_not_ready(self):
         other = live.uids(['beta'])
         worker = worker_pod('alpha')
@@ -220,6 +297,20 @@ class Bench:
             getattr(self, 'fault_' + fault.replace('-', '_'))()
             with open(os.path.join(OUT, 'result.json'), 'w', encoding='utf-8') as handle:
                 json.dump({'faults': self.rows}, handle, indent=2)
+
+
+def operator_ready(group):
+    """The NIM Operator's group: its NIMService Ready, both pods of its LeaderWorkerSet Ready."""
+    service = live.kubectl('get', 'nimservice', 'nim-%s' % group, '-n', live.NS, '-o', 'json', check_rc=False)
+    pods = [p for p in live.operator_pods(group) if not p['metadata'].get('deletionTimestamp')]
+    return ((service.get('status') or {}).get('state') == 'Ready' and len(pods) == 2
+            and all(live.ready(p) for p in pods))
+
+
+def rerun_of(name, inv, extra):
+    play = live.Play('rerun-%s' % name, inv, extra, expect_rc=None)
+    return {'rc': play.rc, 'changed': play.changed, 'seconds': play.seconds, 'log': os.path.relpath(play.log, REPO),
+            'failed_task': failed_task(play.output)}
 
 
 def cluster(*args, down_s=0):
