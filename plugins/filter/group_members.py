@@ -35,11 +35,11 @@ def secret_source(members, hostvars, registered, leader):
     return group_members.secret_source(members, leader, holders)
 
 
-def docker_rollout_waves(plan, play_hosts, hostvars, max_unavailable_groups=1, canary=None):
+def docker_rollout_waves(plan, play_hosts, hostvars, max_unavailable_groups=1, canary=None, failed_hosts=None):
     state = group_members.rollout_state(
         (plan or {}).get('hosts') or {}, list(play_hosts or []),
         lambda host: bool(_registered(hostvars, host, '__nim_docker_restart')),
-        lambda host: _registered(hostvars, host, '__nim_docker_serving_now', 'status'))
+        lambda host: _registered(hostvars, host, '__nim_docker_serving_now', 'status'), list(failed_hosts or []))
     try:
         return rolling_restart.rollout_waves(state['groups'], state['restarting'], state['serving'],
                                              max_unavailable_groups, canary or None)

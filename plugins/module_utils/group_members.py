@@ -23,18 +23,24 @@ def secret_source(members, leader, holders):
     return holding[0]
 
 
-def rollout_state(plan_hosts, play_hosts, restart_of, serving_of):
-    """What the rollout's waves are made of: {groups, restarting, serving}.
+def rollout_state(plan_hosts, play_hosts, restart_of, serving_of, failed_hosts=()):
+    """What the rollout's waves are made of: {groups, restarting, serving, left}.
 
     plan_hosts: the plan's hosts (host -> {group, mode}); play_hosts: the hosts of the play;
     restart_of(host): whether its rank restarts (None when it did not say); serving_of(host): the
-    HTTP status its group's readiness answered there (None when it did not look).
+    HTTP status its group's readiness answered there (None when it did not look); failed_hosts:
+    the hosts that failed or went unreachable earlier in this run.
     groups: the Docker groups with a member in the play, sorted; restarting: those with a member
-    whose rank restarts; serving: those whose leader answered ready (200); both in play order."""
+    whose rank restarts; serving: those whose leader answered ready (200); both in play order.
+    left: the groups with a member in failed_hosts, sorted, and in none of the others: a member that
+    failed (its model download, its image) says nothing of its rank, and the others must not re-form
+    the group without it, so its ranks stay as they run."""
+    left = set((plan_hosts or {}).get(host, {}).get('group') for host in failed_hosts or ()
+               if (plan_hosts or {}).get(host, {}).get('mode') == 'docker')
     groups, restarting, serving = set(), [], []
     for host in play_hosts or []:
         entry = (plan_hosts or {}).get(host)
-        if not entry or entry.get('mode') != 'docker':
+        if not entry or entry.get('mode') != 'docker' or entry.get('group') in left:
             continue
         group = entry.get('group')
         groups.add(group)
@@ -42,7 +48,7 @@ def rollout_state(plan_hosts, play_hosts, restart_of, serving_of):
             restarting.append(group)
         if serving_of(host) == 200 and group not in serving:
             serving.append(group)
-    return {'groups': sorted(groups), 'restarting': restarting, 'serving': serving}
+    return {'groups': sorted(groups), 'restarting': restarting, 'serving': serving, 'left': sorted(left)}
 
 
 def group_drift(members, found_of):

@@ -1402,6 +1402,27 @@ ACCEPT_OWN_DIR = ('a path of its own: not the path of another directory the coll
                   'nor inside one, nor holding one (the teardown of one would remove the other)')
 
 
+# Every gid the collection gives a host's files or groups, in the same form as LISTENERS, with what
+# the gid is for (GID_PURPOSE): the group nimstack-secrets, which may read the keys, and the ids
+# the NIM containers run as and the model cache is owned by. The secrets group has one gid, so its
+# settings must agree; and no workload gid may be it, or the containers' user could read the keys
+# (gid_clash_problems). The workload gids may equal each other (the cache is the containers').
+GIDS = (
+    ('nim_docker_secrets_gid', 'nim_secrets_gid', DEFAULT_SECRETS_GID, 'docker', None),
+    ('ssh_mesh_secrets_gid', 'nim_secrets_gid', DEFAULT_SECRETS_GID, 'docker', _contract_is('mpi')),
+    ('nim_docker_container_gid', None, 1000, 'docker', None),
+    ('nfs_cache_owner_gid', None, 1000, 'docker', lambda get: as_bool(get('nfs_enabled', True))),
+)
+GID_SECRETS = 'secrets'
+GID_PURPOSE = {'nim_secrets_gid': GID_SECRETS, 'nim_docker_secrets_gid': GID_SECRETS, 'ssh_mesh_secrets_gid': GID_SECRETS,
+               'nim_docker_container_gid': 'workload', 'nfs_cache_owner_gid': 'workload'}
+P_GID_SPLIT = 'differs from %s on this host, and both are the gid of the one group nimstack-secrets'
+P_GID_SHARED = ('is also %s on this host: nimstack-secrets, the group that may read the keys, would hold the '
+                'user the NIM containers run as or the model cache\'s owner')
+ACCEPT_SECRETS_GID_OWN = ('one gid for nimstack-secrets (set nim_secrets_gid once), other than the gid of the NIM '
+                          'containers (nim_docker_container_gid) and of the model cache (nfs_cache_owner_gid)')
+
+
 def _in_effect(table, hvars, where, read):
     """[(variable, value)] of the table's settings in effect on the host, in the table's order; where:
     the set of its kinds (docker, exporters, frontend, monitoring); read: the value as compared. A
@@ -1429,6 +1450,11 @@ def host_listeners(hvars, where):
 def host_directories(hvars, where):
     """[(variable, normalised path)] the collection writes on the host, in DIRECTORIES order."""
     return _in_effect(DIRECTORIES, hvars, where, lambda value: '/' + posixpath.normpath(value).lstrip('/'))
+
+
+def host_gids(hvars, where):
+    """[(variable, gid)] the collection gives on the host, in GIDS order."""
+    return _in_effect(GIDS, hvars, where, lambda value: as_int(value)[0])
 
 
 def _named(first, second, hvars):
@@ -1475,14 +1501,35 @@ def clash_problems(hvars, where):
     return clashes
 
 
+def gid_clash_problems(hvars, where):
+    """[(variable, gid, problem)]: a secrets gid that differs from another secrets gid of the host, or
+    that a workload gid of the host shares, named by the one of the two the inventory sets."""
+    found = host_gids(hvars, where)
+    clashes = {}
+    for i, (name, gid) in enumerate(found):
+        for other, other_gid in found[:i]:
+            secrets = [GID_PURPOSE[n] == GID_SECRETS for n in (name, other)]
+            if all(secrets) and gid != other_gid:
+                relation = P_GID_SPLIT
+            elif any(secrets) and not all(secrets) and gid == other_gid:
+                relation = P_GID_SHARED
+            else:
+                continue
+            shown, against = _named(other, name, hvars)
+            names = clashes.setdefault((shown, relation), [])
+            if against not in names:
+                names.append(against)
+    return [(shown, dict(found)[shown], relation % ', '.join(others)) for (shown, relation), others in clashes.items()]
+
+
 def check_inputs(hosts, host_vars, group_of=None, host_kinds=None):
     """Check every variable with a rule on every host; return the problems, one per wrong value.
 
     hosts: the hosts in inventory order. host_vars: {host: {variable: value}} with the variables
     the inventory or -e sets (only names in RULES are read). group_of: {host: nim_group}, to name a
-    whole deployment group instead of its hosts. host_kinds: {host: kinds} (LISTENERS' and
-    DIRECTORIES' where) for the checks that no two listeners of a host share a port and no two
-    directories of a host meet.
+    whole deployment group instead of its hosts. host_kinds: {host: kinds} (LISTENERS',
+    DIRECTORIES' and GIDS' where) for the checks that no two listeners of a host share a port, no two
+    directories of a host meet and the secrets group's gid is its own.
     """
     findings = []
     for host in hosts:
@@ -1503,6 +1550,8 @@ def check_inputs(hosts, host_vars, group_of=None, host_kinds=None):
             findings.append((host, (name, str(port), P_PORT_CLASH % other, ACCEPT_OWN_PORT)))
         for name, path, problem in directory_clash_problems(hvars, kinds):
             findings.append((host, (name, show(path), problem, ACCEPT_OWN_DIR)))
+        for name, gid, problem in gid_clash_problems(hvars, kinds):
+            findings.append((host, (name, str(gid), problem, ACCEPT_SECRETS_GID_OWN)))
     return ['%s: %s=%s %s; accepted: %s' % (place, name, shown, problem, accepts)
             for place, (name, shown, problem, accepts) in by_place(hosts, findings, group_of)]
 

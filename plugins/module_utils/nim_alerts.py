@@ -51,7 +51,7 @@ DEFAULT_RUNBOOK_BASE = 'https://example.invalid/nimstack/multinode/blob/main/doc
 # Every knob, with its default. Durations are Prometheus durations ('90s', '5m', '1h30m'); '0s'
 # fires at the first evaluation that matches.
 DEFAULTS = {
-    # NIMGroupNotServing: a group not formed (or its leader's metrics down) for this long.
+    # NIMGroupNotServing: a group not formed or not serving (or its leader's metrics down) for this long.
     'not_serving_for': '1m',
     # Whether a group in maintenance (a deploy or a restart wave holds its supervisor) counts.
     'not_serving_in_maintenance': False,
@@ -179,8 +179,10 @@ def _rule(name, expr, duration, severity, summary, description, conf):
 def _not_serving_expr(conf):
     supervisor = 'nimstack_group_state{job="%s"' % JOB_SUPERVISOR
     leader_up = 'up{job="%s", role="leader"}' % JOB_NIM
-    core = ('(min by (group) (%s, state="formed"}) == 0) or on (group) (max by (group) (%s) == 0)'
-            % (supervisor, leader_up))
+    serving = 'nimstack_group_serving{job="%s"}' % JOB_SUPERVISOR
+    # Formed is not serving: the leader's serving check failing (a hang, completions failing) counts.
+    core = ('(min by (group) (%s, state="formed"}) == 0) or on (group) (min by (group) (%s) == 0)'
+            ' or on (group) (max by (group) (%s) == 0)' % (supervisor, serving, leader_up))
     if not conf['not_serving_in_maintenance']:
         core = '(%s) unless on (group) (max by (group) (%s, state="maintenance"}) == 1)' % (core, supervisor)
     # The model and the leader's address come from the leader's target where it has one.
@@ -196,9 +198,10 @@ def rule_groups(thresholds=None):
     rules_nim = [
         _rule('NIMGroupNotServing', _not_serving_expr(conf), conf['not_serving_for'], 'critical',
               'NIM group {{ $labels.group }} is not serving',
-              'The supervisor of ' + _GROUP_MODEL + ' does not report it formed, or its leader\'s metrics '
-              'endpoint is down, for more than %s: the group answers no request (a rank died and the '
-              'group is healing, or it failed, or its supervisors cannot reach each other).' % conf['not_serving_for'],
+              'The supervisor of ' + _GROUP_MODEL + ' does not report it formed or serving, or its leader\'s '
+              'metrics endpoint is down, for more than %s: the group answers no request (a rank died and the '
+              'group is healing, or it hangs or fails its completions, or it failed, or its supervisors cannot '
+              'reach each other).' % conf['not_serving_for'],
               conf),
         _rule('NIMGroupFailed',
               'max by (group) (nimstack_group_state{job="%s", state="failed"}) == 1' % sup,

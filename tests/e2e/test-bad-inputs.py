@@ -239,7 +239,8 @@ def generated_cases():
     another, each refused naming every variable (tests/bad_inputs/samples.py)."""
     sys.path.insert(0, os.path.join(REPO, 'build', 'collections'))
     sys.path.insert(0, os.path.join(REPO, 'tests', 'bad_inputs'))
-    from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import LISTENERS, RULES, check_value
+    from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import (
+        GID_PURPOSE, GID_SECRETS, GIDS, LISTENERS, RULES, check_value)
     import samples
     # The base's hosts set ansible_host themselves (a host's value wins over the group's).
     found = [(name, value) for name, value in samples.string_samples(RULES, check_value)
@@ -251,7 +252,31 @@ def generated_cases():
         cases.append({'name': case_name, 'family': 'every kind', 'vars': spoilt, 'expect': 'refused',
                       'variables': sorted(spoilt)})
     cases.append(clash_case(LISTENERS))
+    cases.append(gid_case([gid[0] for gid in GIDS], GID_PURPOSE, GID_SECRETS))
     return cases
+
+
+def gid_case(names, purpose, secrets):
+    """One host per pair of gids that clash (input_checks.GIDS): every secrets gid against every
+    workload gid at one value (the secrets gids agreeing), and the secrets gids against each other
+    at two values; each line of the refusal must name the host and both variables."""
+    secret_names = [n for n in names if purpose[n] == secrets]
+    nodes, together, pairs = {}, [], []
+    for i, first in enumerate(names):
+        for second in names[i + 1:]:
+            kinds = (purpose[first] == secrets, purpose[second] == secrets)
+            if any(kinds):
+                pairs.append((first, second, kinds == (True, True)))
+    for number, (first, second, split) in enumerate(pairs):
+        host = 'gid-%d' % number
+        gid = 5000 + 2 * number
+        node = {'nim_group': host, 'nim_tensor_parallel': 8, 'nim_pipeline_parallel': 1, 'nim_launch_contract': 'mpi'}
+        node.update((name, gid) for name in secret_names)
+        node.update({first: gid, second: gid + 1 if split else gid})
+        nodes[host] = node
+        together.append([host, first, second])
+    return {'name': 'every-pair-of-gids-that-clash', 'family': 'gid clashes', 'nodes': nodes, 'expect': 'refused',
+            'variables': sorted(set(names)), 'together': together}
 
 
 def clash_case(listeners):

@@ -38,12 +38,18 @@ PLAN_HOSTS = {
 def test_rollout_state_reads_the_play_s_docker_groups():
     state = rollout_state(PLAN_HOSTS, ['b1', 'a2', 'a1', 'k1', 'elsewhere'],
                           {'a2': True}.get, {'b1': 200, 'a1': 503}.get)
-    assert state == {'groups': ['a', 'b'], 'restarting': ['a'], 'serving': ['b']}
+    assert state == {'groups': ['a', 'b'], 'restarting': ['a'], 'serving': ['b'], 'left': []}
 
 
 def test_rollout_state_leaves_out_groups_without_a_member_in_the_play():
     state = rollout_state(PLAN_HOSTS, ['a1'], lambda h: False, lambda h: None)
-    assert state == {'groups': ['a'], 'restarting': [], 'serving': []}
+    assert state == {'groups': ['a'], 'restarting': [], 'serving': [], 'left': []}
+
+
+def test_rollout_state_leaves_out_a_group_whose_member_failed_in_the_run():
+    # a1 failed (its download, its image): a2 must not re-form group a without it; b goes on.
+    state = rollout_state(PLAN_HOSTS, ['a2', 'b1'], lambda h: True, {'b1': 200}.get, failed_hosts=['a1', 'k1', 'x'])
+    assert state == {'groups': ['b'], 'restarting': ['b'], 'serving': ['b'], 'left': ['a']}
 
 
 def _found(drift=(), checksums=None):

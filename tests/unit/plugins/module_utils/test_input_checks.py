@@ -590,6 +590,57 @@ def test_the_listeners_defaults_are_the_roles():
             assert defaults[name] == default, name
 
 
+def _gid_pairs():
+    """Every pair of gids that must not meet: a secrets gid and a workload gid at one value, and two
+    secrets gids at two values (input_checks.GIDS, GID_PURPOSE)."""
+    names = [gid[0] for gid in input_checks.GIDS]
+    purpose = input_checks.GID_PURPOSE
+    return [(a, b) for i, a in enumerate(names) for b in names[i + 1:]
+            if input_checks.GID_SECRETS in (purpose[a], purpose[b])]
+
+
+def test_a_host_with_every_gid_at_its_default_has_no_clash():
+    assert input_checks.gid_clash_problems({'nim_launch_contract': 'mpi'}, {'docker'}) == []
+    assert len(input_checks.host_gids({'nim_launch_contract': 'mpi'}, {'docker'})) == len(input_checks.GIDS)
+    # The workload gids may meet: the cache is the containers'.
+    assert input_checks.gid_clash_problems({'nim_docker_container_gid': 2000, 'nfs_cache_owner_gid': 2000}, {'docker'}) == []
+
+
+@pytest.mark.parametrize('first,second', _gid_pairs())
+def test_gids_that_must_not_meet_are_refused_naming_both(first, second):
+    split = input_checks.GID_PURPOSE[first] == input_checks.GID_PURPOSE[second]
+    hvars = {'nim_launch_contract': 'mpi', 'nim_secrets_gid': 5000, first: 5000, second: 5001 if split else 5000}
+    hvars.update((name, 5000) for name, purpose in input_checks.GID_PURPOSE.items()
+                 if purpose == input_checks.GID_SECRETS and name not in (first, second))
+    problems = input_checks.check_inputs(['gpu-1'], {'gpu-1': hvars}, host_kinds={'gpu-1': {'docker'}})
+    assert len(problems) == 1, problems
+    assert second in problems[0] and first in problems[0], problems[0]
+    assert problems[0].endswith('accepted: %s' % input_checks.ACCEPT_SECRETS_GID_OWN)
+
+
+def test_the_secrets_gid_set_once_meets_the_containers_gid():
+    problems = input_checks.check_inputs(['gpu-1'], {'gpu-1': {'nim_secrets_gid': 1000}}, host_kinds={'gpu-1': {'docker'}})
+    assert problems == ['host gpu-1: nim_secrets_gid=1000 is also nim_docker_container_gid, nfs_cache_owner_gid on this '
+                        'host: ' + input_checks.P_GID_SHARED.split(': ', 1)[1] + '; accepted: '
+                        + input_checks.ACCEPT_SECRETS_GID_OWN]
+    # Not on a host of no Docker group, nor where NFS is off and the containers' gid is another.
+    assert input_checks.check_inputs(['k-1'], {'k-1': {'nim_secrets_gid': 1000}}, host_kinds={'k-1': set()}) == []
+    assert input_checks.check_inputs(['gpu-1'], {'gpu-1': {'nim_secrets_gid': 1000, 'nfs_enabled': False,
+                                                           'nim_docker_container_gid': 1001}},
+                                     host_kinds={'gpu-1': {'docker'}}) == []
+
+
+def test_the_gids_defaults_are_the_roles():
+    defaults = {}
+    for _role, _entry, name, option in _spec_options():
+        defaults.setdefault(name, option.get('default'))
+    for name, follows, default, _kind, _when in input_checks.GIDS:
+        if follows:
+            assert defaults[name] == '{{ %s | default(%d) }}' % (follows, default), name
+        else:
+            assert defaults[name] == default, name
+
+
 def _directory_pairs():
     names = [name for name, _follows, _default, _kind, _when in input_checks.DIRECTORIES]
     return [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
