@@ -17,6 +17,8 @@ import hashlib
 import math
 import json
 
+from ansible_collections.nimstack.multinode.plugins.module_utils.group_members import groups_of
+
 # The mount that carries the Ray token where the plan lists none (docs/contracts.md, exposure).
 RAY_TOKEN_MOUNT = '/run/secrets/nimstack-ray-token'
 # The group's shared memory when the plan's settings carry none, in GB.
@@ -68,9 +70,8 @@ def _volumes(launch, bases, needs):
 
 def docker_groups(plan):
     """The Docker groups of the plan, one after the other by name."""
-    groups = (plan or {}).get('groups') or {} if isinstance(plan, dict) else {}
-    return sorted((g for g in groups.values() if isinstance(g, dict) and g.get('mode') == 'docker'),
-                  key=lambda g: g.get('name') or '')
+    return [group for _name, group in groups_of((plan or {}).get('groups') if isinstance(plan, dict) else None,
+                                                'docker')]
 
 
 def docker_rank_spec(plan, host, options):

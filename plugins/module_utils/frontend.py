@@ -16,6 +16,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.nimstack.multinode.plugins.module_utils.group_members import groups_of
 from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import as_bool
 
 _BACKEND_NAME = re.compile(r'[^A-Za-z0-9_.-]+')
@@ -66,10 +67,7 @@ def frontend_pools(groups):
     {'model', 'backend', 'servers': [{'name', 'group', 'address', 'port'}]} sorted by model,
     servers sorted by group name, so that the rendered configuration is stable."""
     pools = {}
-    for name in sorted(groups or {}):
-        group = groups[name]
-        if group.get('mode') != 'docker' or not group.get('valid') or not group.get('leader'):
-            continue
+    for name, group in groups_of(groups, 'docker', valid=True, led=True):
         settings = group.get('settings') or {}
         model = served_model(settings.get('nim_image'), settings.get('nim_frontend_model'))
         pool = pools.setdefault(model, {'model': model, 'backend': backend_name(model), 'servers': []})

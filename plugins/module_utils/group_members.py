@@ -23,6 +23,15 @@ def secret_source(members, leader, holders):
     return holding[0]
 
 
+def groups_of(groups, mode, valid=False, led=False):
+    """[(name, group)] of the plan's groups (nim_plan's groups: {name: group}) planned for mode
+    (docker, kubernetes), sorted by name; valid: only those the planner could plan; led: only those
+    with a leader. The one place the plan's groups are picked by mode."""
+    return [(name, (groups or {})[name]) for name in sorted(groups or {})
+            if isinstance((groups or {})[name], dict) and groups[name].get('mode') == mode
+            and (not valid or groups[name].get('valid')) and (not led or groups[name].get('leader'))]
+
+
 def rollout_state(plan_hosts, play_hosts, restart_of, serving_of, failed_hosts=()):
     """What the rollout's waves are made of: {groups, restarting, serving, left}.
 

@@ -29,6 +29,7 @@ import re
 
 from ansible_collections.nimstack.multinode.plugins.module_utils import k8s_preflight, nim_alerts
 from ansible_collections.nimstack.multinode.plugins.module_utils.frontend import served_model
+from ansible_collections.nimstack.multinode.plugins.module_utils.group_members import groups_of
 from ansible_collections.nimstack.multinode.plugins.module_utils.values import ansible_int as as_int, truthy as as_bool
 from ansible_collections.nimstack.multinode.plugins.module_utils.k8s_operator import template_safe_labels
 
@@ -507,9 +508,8 @@ def group_spec(group, settings):
 def group_specs(plan, settings):
     """group_spec() of every Kubernetes group of the plan, by group name. A group the planner could
     not plan has nothing to build (the role's preflight names its errors)."""
-    groups = (plan or {}).get('groups') or {}
-    return dict((name, group_spec(groups[name], settings)) for name in sorted(groups)
-                if groups[name].get('mode') == 'kubernetes' and groups[name].get('valid'))
+    return dict((name, group_spec(group, settings))
+                for name, group in groups_of((plan or {}).get('groups'), 'kubernetes', valid=True))
 
 
 def alert_rule(plan, settings):

@@ -17,6 +17,7 @@ import os
 import re
 
 from ansible_collections.nimstack.multinode.plugins.module_utils import nim_alerts
+from ansible_collections.nimstack.multinode.plugins.module_utils.group_members import groups_of
 from ansible_collections.nimstack.multinode.plugins.module_utils.values import truthy as as_bool
 
 SCHEDULERS = ('default', 'volcano', 'kai')
@@ -148,8 +149,7 @@ def _settings(settings):
 
 def k8s_groups(plan):
     """The groups of the plan planned for Kubernetes, sorted by name."""
-    groups = (plan or {}).get('groups') or {}
-    return [groups[name] for name in sorted(groups) if groups[name].get('mode') == 'kubernetes']
+    return [group for _name, group in groups_of((plan or {}).get('groups'), 'kubernetes')]
 
 
 def limited_groups(plan, play_hosts):

@@ -19,6 +19,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.nimstack.multinode.plugins.module_utils.frontend import served_model
+from ansible_collections.nimstack.multinode.plugins.module_utils.group_members import groups_of
 
 JOBS = ('nim', 'nimstack_supervisor', 'node', 'dcgm', 'haproxy')
 DEFAULT_PORTS = {'node': 9100, 'dcgm': 9400, 'haproxy': 8405}
@@ -32,10 +33,7 @@ def _address(host, port):
 
 
 def _docker_groups(groups):
-    for name in sorted(groups or {}):
-        group = groups[name]
-        if group.get('mode') == 'docker' and group.get('valid') and group.get('leader'):
-            yield name, group
+    return groups_of(groups, 'docker', valid=True, led=True)
 
 
 def scrape_targets(groups, frontends=None, gpus=None, supervised=None, ports=None, jobs=JOBS):

@@ -20,6 +20,7 @@ import re
 
 from ansible_collections.nimstack.multinode.plugins.module_utils.inventory_checks import (
     GROUP_NAME_RE, GROUP_NAME_RULE, assign_ranks)
+from ansible_collections.nimstack.multinode.plugins.module_utils.group_members import groups_of
 from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import as_bool, as_int, image_reference, operator_image
 from ansible_collections.nimstack.multinode.plugins.module_utils.nim_parallelism import plan_parallelism
 from ansible_collections.nimstack.multinode.plugins.module_utils.nim_contract import ContractError, resolve_contract
@@ -549,7 +550,8 @@ def build_plan(nodes, deployment_mode=None):
     whatever the inventory's default is).
 
     Returns dict(valid, errors, warnings, groups={name: group plan}, hosts={host: its group,
-    mode, rank and role}, hosts_by_mode={mode: its hosts in inventory order}, summary=[one line per
+    mode, rank and role}, hosts_by_mode={mode: its hosts in inventory order}, groups_by_mode={mode:
+    its groups' names, sorted}, summary=[one line per
     group: its mode and launch contract and why]);
     errors and warnings collect those of every group, each naming its group.
     """
@@ -572,5 +574,6 @@ def build_plan(nodes, deployment_mode=None):
                for g in groups.values()]
     hosts = host_index(groups)
     by_mode = dict((mode, [host for host, entry in hosts.items() if entry['mode'] == mode]) for mode in DEPLOYMENT_MODES)
+    groups_by_mode = dict((mode, [name for name, _group in groups_of(groups, mode)]) for mode in DEPLOYMENT_MODES)
     return {'valid': not errors, 'errors': errors, 'warnings': warnings, 'groups': groups,
-            'hosts': hosts, 'hosts_by_mode': by_mode, 'summary': summary}
+            'hosts': hosts, 'hosts_by_mode': by_mode, 'groups_by_mode': groups_by_mode, 'summary': summary}

@@ -287,6 +287,11 @@ hosts_by_mode:
   returned: always
   type: dict
   sample: {docker: [gpu-a, gpu-b], kubernetes: []}
+groups_by_mode:
+  description: The names of the groups planned for each mode (C(docker), C(kubernetes)), sorted.
+  returned: always
+  type: dict
+  sample: {docker: [default], kubernetes: []}
 summary:
   description: One line per group, the mode and launch contract it was planned for and why.
   returned: always
@@ -323,7 +328,8 @@ def main():
 
     outcome = build_plan(module.params['nodes'], deployment_mode=module.params['deployment_mode'])
     exit_with_outcome(module, outcome, 'The deployment plan', groups=outcome['groups'], hosts=outcome['hosts'],
-                      hosts_by_mode=outcome['hosts_by_mode'], summary=outcome['summary'])
+                      hosts_by_mode=outcome['hosts_by_mode'], groups_by_mode=outcome['groups_by_mode'],
+                      summary=outcome['summary'])
 
 
 if __name__ == '__main__':

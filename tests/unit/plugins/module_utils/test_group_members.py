@@ -4,7 +4,8 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.nimstack.multinode.plugins.module_utils.group_members import group_drift, rollout_state, secret_source
+from ansible_collections.nimstack.multinode.plugins.module_utils.group_members import (
+    group_drift, groups_of, rollout_state, secret_source)
 
 MEMBERS = ['n1', 'n2', 'n3']
 
@@ -33,6 +34,18 @@ PLAN_HOSTS = {
     'a1': {'group': 'a', 'mode': 'docker'}, 'a2': {'group': 'a', 'mode': 'docker'},
     'b1': {'group': 'b', 'mode': 'docker'}, 'k1': {'group': 'k', 'mode': 'kubernetes'},
 }
+
+
+def test_groups_of_picks_by_mode_validity_and_leader_sorted_by_name():
+    groups = {'b': {'mode': 'docker', 'valid': True, 'leader': {'host': 'b1'}},
+              'a': {'mode': 'docker', 'valid': False, 'leader': {'host': 'a1'}},
+              'c': {'mode': 'docker', 'valid': True, 'leader': None},
+              'k': {'mode': 'kubernetes', 'valid': True}, 'junk': 'not a group'}
+    assert [name for name, _g in groups_of(groups, 'docker')] == ['a', 'b', 'c']
+    assert [name for name, _g in groups_of(groups, 'docker', valid=True)] == ['b', 'c']
+    assert [name for name, _g in groups_of(groups, 'docker', valid=True, led=True)] == ['b']
+    assert groups_of(groups, 'kubernetes') == [('k', groups['k'])]
+    assert groups_of(None, 'docker') == []
 
 
 def test_rollout_state_reads_the_play_s_docker_groups():

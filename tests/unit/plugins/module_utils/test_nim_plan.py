@@ -433,8 +433,11 @@ def test_the_hosts_by_mode_and_one_summary_line_per_group():
     result = build_plan(docker + kubernetes)
     assert result['valid'], result['errors']
     assert result['hosts_by_mode'] == {'docker': ['gpu-1', 'gpu-2'], 'kubernetes': ['k8s-1', 'k8s-2']}
+    assert result['groups_by_mode'] == {'docker': ['dock'], 'kubernetes': ['k8s']}
     assert result['summary'] == [
         "group 'dock': docker, launch contract mpi: %s" % result['groups']['dock']['contract_reason'],
         "group 'k8s': kubernetes, launch contract mpi: %s" % result['groups']['k8s']['contract_reason']]
     # Planned for one mode, every host is in it.
     assert build_plan(docker + kubernetes, deployment_mode='kubernetes')['hosts_by_mode']['docker'] == []
+    assert build_plan(docker + kubernetes, deployment_mode='kubernetes')['groups_by_mode'] == {
+        'docker': [], 'kubernetes': ['dock', 'k8s']}
