@@ -37,8 +37,8 @@
 #                          longer than the partition, which stays isolated)
 # For each: when the group serves again (a completion straight to its leader; for the download
 # faults, whether it answers when the fault ends, before the run again), its supervisor's
-# state, NIMGroupNotServing firing and clearing in Prometheus; then one site.yml re-run, which must
-# end serving. Writes build/bench/faults/{requests,series,faults}.jsonl, result.json (one row per
+# state, NIMGroupNotServing firing and clearing in Prometheus; then one site.yml re-run (BENCH_RERUN=0:
+# only after a fault that left the group failed), which must end serving; its changed count in the row. Writes build/bench/faults/{requests,series,faults}.jsonl, result.json (one row per
 # fault: bench_faults.py report) and faults.png (bench_faults.py plot).
 #
 #   benchmarks/bench-faults.sh
@@ -254,11 +254,12 @@ inject_wave-interrupted() {
     fi
     sleep 0.5
   done
-  # A lost controller: no signal handler runs, nothing is cleaned up.
+  # The fault's times count from here, the wave's first change of a rank: what it cuts is the
+  # fault's. A lost controller: no signal handler runs, nothing is cleaned up.
+  struck=$(now)
   run_pid=$(pgrep -P "$bg" -f ansible-playbook || true)
   [[ -z $run_pid ]] || kill -KILL "$run_pid" 2>/dev/null || true
   wait "$bg" || true
-  struck=$(now)
   expires=$(on "${worker_of[$g]}" python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["expires"])' "$hold" \
             2>/dev/null || date +%s)
   note="the deploy killed (SIGKILL) in its restart wave: ranks then $(ranks_of "$g" | awk '{print $NF}' | paste -sd/); its hold expired $((expires - $(date +%s))) s later"
@@ -402,29 +403,33 @@ for fault in "${faults[@]}"; do
     sleep 1
   done
   sup=$(sup_state "$g")
-  # A group that serves again may not have written its state yet (healing -> formed): 10 s at most.
+  # A group that serves again may not have written its state yet (healing -> formed, a run's hold
+  # just released): 10 s at most.
   for _ in 1 2 3 4 5; do
-    [[ -n $served && ($sup == healing || $sup == restarting) ]] || break
+    [[ -n $served && ($sup == healing || $sup == maintenance) ]] || break
     sleep 2; sup=$(sup_state "$g")
   done
   echo "   supervisor: $sup; NIMGroupNotServing fired ${fired:-never}, cleared ${cleared:-no}${note:+; $note}"
-  python3 - "$out/faults.jsonl" <<EOF
-import json, sys
-row = {'fault': '$fault', 'group': '$g', 'other': '${other_of[$g]}', 'struck': $struck, 'ended': $ended,
-       'served': ${served:-None}, 'state': '$sup', 'alert_fired_s': ${fired:-None}, 'alert_cleared_s': ${cleared:-None},
-       'note': '''$note'''}
-with open(sys.argv[1], 'a') as handle:
-    handle.write(json.dumps(row) + '\n')
-EOF
-  # A fault that left the group failed (a lost host, a container a killed run removed) ends with
-  # what docs/operations.md says to do: site.yml, which changes what the fault changed and serves.
-  if [[ -n $lost || $sup == failed ]]; then
+  # Then site.yml, as docs/operations.md says to run after a fault that left the group failed (a
+  # lost host back first), and after every other one too (BENCH_RERUN=0: only after those): it
+  # must change only what the fault changed and end serving.
+  rerun=None
+  if [[ -n $lost || $sup == failed || ${BENCH_RERUN:-1} != 0 ]]; then
     step "${lost:+the lost host back, then }site.yml: it changes what the fault changed and ends serving"
     [[ -z $lost ]] || docker start "${worker_of[$g]}" >/dev/null
     play_ok "$logs/site-after-$fault.log"
     answers "$g" 20 || fail "group $g does not serve after the re-run of site.yml"
-    echo "   re-run: changed=$(recap changed "$logs/site-after-$fault.log")"
+    rerun="{'changed': $(recap changed "$logs/site-after-$fault.log"), 'serves': True}"
+    echo "   re-run: changed=$(recap changed "$logs/site-after-$fault.log"), serving"
   fi
+  python3 - "$out/faults.jsonl" <<EOF
+import json, sys
+row = {'fault': '$fault', 'group': '$g', 'other': '${other_of[$g]}', 'struck': $struck, 'ended': $ended,
+       'served': ${served:-None}, 'state': '$sup', 'alert_fired_s': ${fired:-None}, 'alert_cleared_s': ${cleared:-None},
+       'rerun': $rerun, 'note': '''$note'''}
+with open(sys.argv[1], 'a') as handle:
+    handle.write(json.dumps(row) + '\n')
+EOF
 done
 
 touch "$out/stop"

@@ -138,6 +138,7 @@ def fault_row(fault, requests, series):
         'state': fault.get('state'),
         'alert_fired_s': fault.get('alert_fired_s'),
         'alert_cleared_s': fault.get('alert_cleared_s'),
+        'rerun': fault.get('rerun'),
         'note': fault.get('note', ''),
     }
     errors = sorted(set(r['error'] for r in in_flight + after if r['error']))[:3]
