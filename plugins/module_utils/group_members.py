@@ -27,8 +27,9 @@ def groups_of(groups, mode, valid=False, led=False):
     """[(name, group)] of the plan's groups (nim_plan's groups: {name: group}) planned for mode
     (docker, kubernetes), sorted by name; valid: only those the planner could plan; led: only those
     with a leader. The one place the plan's groups are picked by mode."""
-    return [(name, (groups or {})[name]) for name in sorted(groups or {})
-            if isinstance((groups or {})[name], dict) and groups[name].get('mode') == mode
+    groups = groups or {}
+    return [(name, groups[name]) for name in sorted(groups)
+            if isinstance(groups[name], dict) and groups[name].get('mode') == mode
             and (not valid or groups[name].get('valid')) and (not led or groups[name].get('leader'))]
 
 

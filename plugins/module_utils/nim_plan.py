@@ -551,8 +551,7 @@ def build_plan(nodes, deployment_mode=None):
 
     Returns dict(valid, errors, warnings, groups={name: group plan}, hosts={host: its group,
     mode, rank and role}, hosts_by_mode={mode: its hosts in inventory order}, groups_by_mode={mode:
-    its groups' names, sorted}, summary=[one line per
-    group: its mode and launch contract and why]);
+    its groups' names, sorted}, summary=[one line per group: its mode and launch contract and why]);
     errors and warnings collect those of every group, each naming its group.
     """
     errors = []
