@@ -75,6 +75,16 @@ read -r -a faults <<<"${BENCH_FAULTS:-rank-killed rank-frozen group-hung complet
 declare -A leader_of=([fa]=$prefix-1 [fb]=$prefix-3) worker_of=([fa]=$prefix-2 [fb]=$prefix-4) other_of=([fa]=fb [fb]=fa)
 door_host=$prefix-5
 now() { date +%s.%N; }
+# deploy_docker.yml limited to group $1's hosts, logged to $logs/$2.log, with the arguments after.
+deploy_group() {
+  local g=$1 log=$2
+  shift 2
+  PLAYBOOK=playbooks/deploy_docker.yml play "$logs/$log.log" --limit "${leader_of[$g]},${worker_of[$g]}" "$@"
+}
+# Where the model source's transfers since its start were resumed from (a list of first bytes).
+resumed_from() {
+  tests/lab/model-source.sh stats | python3 -c 'import json, sys; print(json.load(sys.stdin)["resumed_from"])'
+}
 
 load_pid=''
 finish() {
@@ -244,8 +254,7 @@ ranks_of() {
 inject_wave-interrupted() {
   local g=$1 hold=/etc/nimstack/nim/$1/maintenance bg run_pid t_end=$((SECONDS + 300)) before expires
   before=$(ranks_of "$g")
-  PLAYBOOK=playbooks/deploy_docker.yml play "$logs/deploy-wave-$g.log" -e "nim_group_hold_lease=$lease" \
-    -e nim_log_level=DEBUG --limit "${leader_of[$g]},${worker_of[$g]}" &
+  deploy_group "$g" "deploy-wave-$g" -e "nim_group_hold_lease=$lease" -e nim_log_level=DEBUG &
   bg=$!
   # The wave has begun once a rank of the group is stopped, replaced or restarted.
   while [[ $(ranks_of "$g") == "$before" ]]; do
@@ -273,7 +282,7 @@ redownload() {
   shift 2
   ranks_before=$(ranks_of "$g")
   on "${leader_of[$g]}" sh -c "rm -f /etc/nimstack/nim/$g/download-*.done"
-  PLAYBOOK=playbooks/deploy_docker.yml play "$logs/$log.log" --limit "${leader_of[$g]},${worker_of[$g]}" "$@" &
+  deploy_group "$g" "$log" "$@" &
   bg=$!
 }
 # Whether the ranks of group $1 are the ones redownload found (no container changed by the failed run).
@@ -314,9 +323,8 @@ inject_source-down() {
   tests/lab/model-source.sh up >/dev/null
   fault_end=$(now)
   ! answers "$g" 10 || served_at_end=$(now)
-  PLAYBOOK=playbooks/deploy_docker.yml play "$logs/deploy-source-back-$g.log" \
-    --limit "${leader_of[$g]},${worker_of[$g]}" || rerun=$?
-  resumed=$(tests/lab/model-source.sh stats | python3 -c 'import json, sys; print(json.load(sys.stdin)["resumed_from"])')
+  deploy_group "$g" "deploy-source-back-$g" || rerun=$?
+  resumed=$(resumed_from)
   note="the run that lost its source: rc $rc, $said; $cut bytes kept in weights.bin.part, no download stamp, $untouched;"
   note+=" the source back, the run again: rc $rerun, changed=$(recap changed "$logs/deploy-source-back-$g.log"),"
   note+=" resumed from byte(s) $resumed, cache complete: $(on "${leader_of[$g]}" test -f "$cache_path/nimstack-standin/.complete" && echo yes || echo no)"
@@ -333,8 +341,7 @@ inject_cache-full() {
   on "$l" umount "$cache_path"
   fault_end=$(now)
   ! answers "$g" 10 || served_at_end=$(now)
-  PLAYBOOK=playbooks/deploy_docker.yml play "$logs/deploy-cache-freed-$g.log" \
-    --limit "${leader_of[$g]},${worker_of[$g]}" || rerun=$?
+  deploy_group "$g" "deploy-cache-freed-$g" || rerun=$?
   note="the run with the cache full: rc $rc, $said, $untouched; space freed, the run again: rc $rerun,"
   note+=" changed=$(recap changed "$logs/deploy-cache-freed-$g.log")"
 }
@@ -360,9 +367,8 @@ inject_cache-fills() {
   tests/lab/model-source.sh up >/dev/null
   fault_end=$(now)
   ! answers "$g" 10 || served_at_end=$(now)
-  PLAYBOOK=playbooks/deploy_docker.yml play "$logs/deploy-cache-room-$g.log" \
-    --limit "${leader_of[$g]},${worker_of[$g]}" -e doctor_fail=false || rerun=$?
-  resumed=$(tests/lab/model-source.sh stats | python3 -c 'import json, sys; print(json.load(sys.stdin)["resumed_from"])')
+  deploy_group "$g" "deploy-cache-room-$g" -e doctor_fail=false || rerun=$?
+  resumed=$(resumed_from)
   note="the run whose cache filled: rc $rc, $said, $untouched; space freed, the run again: rc $rerun,"
   note+=" changed=$(recap changed "$logs/deploy-cache-room-$g.log"), resumed from byte(s) $resumed,"
   note+=" cache complete: $(on "$l" test -f "$cache_path/nimstack-standin/.complete" && echo yes || echo no)"

@@ -45,11 +45,12 @@ def rollout_state(plan_hosts, play_hosts, restart_of, serving_of, failed_hosts=(
     left: the groups with a member in failed_hosts, sorted, and in none of the others: a member that
     failed (its model download, its image) says nothing of its rank, and the others must not re-form
     the group without it, so its ranks stay as they run."""
-    left = set((plan_hosts or {}).get(host, {}).get('group') for host in failed_hosts or ()
-               if (plan_hosts or {}).get(host, {}).get('mode') == 'docker')
+    plan_hosts = plan_hosts or {}
+    failed = [plan_hosts.get(host) or {} for host in failed_hosts or ()]
+    left = set(entry.get('group') for entry in failed if entry.get('mode') == 'docker')
     groups, restarting, serving = set(), [], []
     for host in play_hosts or []:
-        entry = (plan_hosts or {}).get(host)
+        entry = plan_hosts.get(host)
         if not entry or entry.get('mode') != 'docker' or entry.get('group') in left:
             continue
         group = entry.get('group')

@@ -576,18 +576,25 @@ def test_the_clash_is_named_by_the_setting_the_inventory_changed():
     assert len(problems) == 1 and problems[0].startswith('host gpu-1: monitoring_node_exporter_port=8000 is also the port of nim_api_port')
 
 
-def test_the_listeners_defaults_are_the_roles():
+def _assert_defaults_are_the_roles(table):
+    """Each setting of a per-host table (LISTENERS, DIRECTORIES, GIDS) defaults to what the planner
+    (nim_plan.SETTING_DEFAULTS) or its role says: the role's default template where it follows an
+    inventory-wide setting, its literal default otherwise."""
     from ansible_collections.nimstack.multinode.plugins.module_utils.nim_plan import SETTING_DEFAULTS
     defaults = {}
     for _role, _entry, name, option in _spec_options():
         defaults.setdefault(name, option.get('default'))
-    for name, follows, default, _kind, _when in input_checks.LISTENERS:
+    for name, follows, default, _kind, _when in table:
         if name in SETTING_DEFAULTS:
             assert SETTING_DEFAULTS[name] == default, name
         elif follows:
             assert defaults[name] == '{{ %s | default(%d) }}' % (follows, default), name
         else:
             assert defaults[name] == default, name
+
+
+def test_the_listeners_defaults_are_the_roles():
+    _assert_defaults_are_the_roles(input_checks.LISTENERS)
 
 
 def _gid_pairs():
@@ -631,14 +638,7 @@ def test_the_secrets_gid_set_once_meets_the_containers_gid():
 
 
 def test_the_gids_defaults_are_the_roles():
-    defaults = {}
-    for _role, _entry, name, option in _spec_options():
-        defaults.setdefault(name, option.get('default'))
-    for name, follows, default, _kind, _when in input_checks.GIDS:
-        if follows:
-            assert defaults[name] == '{{ %s | default(%d) }}' % (follows, default), name
-        else:
-            assert defaults[name] == default, name
+    _assert_defaults_are_the_roles(input_checks.GIDS)
 
 
 def _directory_pairs():
@@ -687,8 +687,4 @@ def test_a_directory_not_in_effect_on_the_host_does_not_clash():
 
 
 def test_the_directories_defaults_are_the_roles():
-    defaults = {}
-    for _role, _entry, name, option in _spec_options():
-        defaults.setdefault(name, option.get('default'))
-    for name, _follows, default, _kind, _when in input_checks.DIRECTORIES:
-        assert defaults[name] == default, name
+    _assert_defaults_are_the_roles(input_checks.DIRECTORIES)
