@@ -23,6 +23,12 @@ _BACKEND_NAME = re.compile(r'[^A-Za-z0-9_.-]+')
 
 # The role's settings frontend_problems() reads, with the role's defaults (roles/nim_frontend/defaults).
 SETTING_DEFAULTS = {'nim_frontend_state': 'present', 'nim_frontend_port': 8080, 'nim_frontend_metrics_port': 8405}
+# What drain_marks() reads of a front door's host, with the role's defaults.
+DRAIN_DEFAULTS = {'nim_frontend_state': 'present', 'nim_frontend_load_aware': True,
+                  'nim_frontend_config_dir': '/etc/nimstack/frontend'}
+# The directory of the drain marks, under nim_frontend_config_dir, and the gauges of the requests a
+# leader still has (frontend_weights.GAUGES).
+DRAINS_DIR = 'drains'
 # The group supervisor's settings on a front door's host, with the defaults of roles/nim_docker
 # (nim_docker_supervisor and nim_docker_supervisor_port default to the inventory-wide ones).
 SUPERVISOR_DEFAULTS = {'nim_group_supervisor': True, 'nim_group_supervisor_port': 8479}
@@ -75,6 +81,26 @@ def frontend_pools(groups):
                                 'address': group['leader']['address'],
                                 'port': int(group['ports']['api'])})
     return [pools[model] for model in sorted(pools)]
+
+
+def drain_marks(groups, group, stopping, frontends):
+    """Where a planned restart of ``group`` drains it first: [{'host', 'path'}], one drain mark per
+    front door (``frontends``: {host: its DRAIN_DEFAULTS settings}, the hosts of nim_frontend) whose
+    load-aware weights service sends the group requests. The weights service gives the group's
+    leader weight 0 while the mark lives (frontend_weights, the service). Empty where draining cannot
+    help: the group is in no pool, or every other group of its pool stops too (``stopping``, the
+    groups of the wave), so that the front door would have nowhere else to send a request."""
+    pool = [p for p in frontend_pools(groups) if group in [s['group'] for s in p['servers']]]
+    if not pool or not [s for s in pool[0]['servers'] if s['group'] not in set(stopping or []) | {group}]:
+        return []
+    marks = []
+    for host in sorted(frontends or {}):
+        settings = dict(DRAIN_DEFAULTS)
+        settings.update((k, v) for k, v in (frontends[host] or {}).items() if k in DRAIN_DEFAULTS and v is not None)
+        if settings['nim_frontend_state'] == 'present' and as_bool(settings['nim_frontend_load_aware']):
+            marks.append({'host': host, 'path': '%s/%s/%s' % (
+                str(settings['nim_frontend_config_dir']).rstrip('/'), DRAINS_DIR, group)})
+    return marks
 
 
 def frontend_problems(plan, frontends):

@@ -1089,6 +1089,7 @@ RULES = {
     'nim_docker_pull_retries': _int_check(0, 64),
     'nim_docker_pull_retry_delay': _int_check(1, 3600),
     'nim_docker_worker_timeout': _int_check(1, _DAY),
+    'nim_docker_drain_timeout': _int_check(0, _DAY),
     'nim_docker_ready_timeout': _int_check(0, _WEEK),
     'nim_docker_ready_interval': _int_check(1, 3600),
     'nim_docker_log_lines': _int_check(0, 100000),

@@ -8,7 +8,9 @@
 #      killed (SIGKILL) and its supervisor re-forms the group: no request fails (a request the
 #      broken group refuses is sent again to ro-b by the front door);
 #   3. an image change (a new tag in the registry) with nim_max_unavailable_groups 1: two waves,
-#      one group each, while a probe asks the front door once a second: it never fails;
+#      one group each, while a probe asks the front door once a second and two clients stream
+#      through it: each wave drains its group from the front door before it stops it, and no probe
+#      and no stream fails;
 #   4. another change with nim_canary_group=ro-b, which turns ready but fails its smoke test: the
 #      run stops after the canary's wave, ro-a keeps its image and its containers; the front door
 #      never failed a probe.
@@ -97,15 +99,37 @@ wait "$load_pid" || load_rc=$?
 echo "   client: $(cat "$logs/load.json")"
 ((load_rc == 0)) || fail "a request through the front door failed during ro-a's kill and recovery"
 
-step "an image change, nim_max_unavailable_groups 1: one group per wave, the front door probed every second"
+step "an image change, nim_max_unavailable_groups 1: one group per wave, the front door probed every second and two clients streaming through it"
 docker tag "$image" "${image%:*}:$tag-v2"
 pushed2=$(tests/lab/registry.sh push "${image%:*}:$tag-v2")
 before_b=$(ids_of "${b_hosts[@]}")
+# Streams of about 3 s without pause: each wave drains its group from the front door before it stops
+# it (nim_docker_drain_timeout), so that no stream in flight is cut.
+stop=$logs/change.stop
+rm -f "$stop"
+load_pids=()
+for c in 1 2; do
+  python3 tests/lab/stream_load.py "$door/v1" "$model" "$stop" --bound 600 --max-tokens 150 >"$logs/change-load-$c.json" &
+  load_pids+=($!)
+done
 tests/lab/rolling_probe.py --settle 3 --bound 120 --log "$logs/change.log" "frontdoor=$door/v1/health/ready" -- \
   ansible-playbook -i "$inventory" -i inventories/lab -i inventories/lab-docker -i inventories/lab-tests "${play_args[@]}" \
   -e "nim_image_tag=$tag-v2" -e nim_max_unavailable_groups=1 playbooks/deploy_docker.yml >"$logs/change.probe" 2>&1 \
   || { cat "$logs/change.probe"; tail -30 "$logs/change.log"; fail "the front door failed a probe, or the change failed"; }
+touch "$stop"
+for c in 1 2; do
+  wait "${load_pids[c - 1]}" || fail "client $c: a stream through the front door failed during the change: $(cat "$logs/change-load-$c.json")"
+  echo "   client $c: $(cat "$logs/change-load-$c.json")"
+done
 sed 's/^/   /' "$logs/change.probe"
+for g in ro-a ro-b; do
+  log_says "$logs/change.log" "group '$g': out of the front door ($door_host), no request in flight after" \
+    || { grep -n "drain\|front door" "$logs/change.log" | head; fail "the change did not drain $g before stopping it"; }
+done
+on "$door_host" journalctl -u nimstack-frontend-weights.service --no-pager | grep -q "drained for a planned restart of group ro-a" \
+  || fail "the front door's weights service did not take ro-a out while it was drained"
+[[ -z $(on "$door_host" ls -A /etc/nimstack/frontend/drains) ]] || fail "drain marks left on $door_host after the change"
+echo "   each group drained from the front door before it stopped; no drain mark left"
 for wave in "wave 1 of 2: ro-a; serving groups it stops: ro-a" "wave 2 of 2: ro-b; serving groups it stops: ro-b"; do
   log_says "$logs/change.log" "$wave" || { grep -n "wave " "$logs/change.log" | head; fail "the change did not go one group per wave"; }
 done

@@ -12,6 +12,11 @@ through its runtime API (the admin socket in haproxy.cfg): `set server <backend>
 frontend_weights.py, installed beside this file). A leader whose metrics cannot be read returns to
 its static weight; when the service stops, every leader does. The weights it set show in the front
 door's own metrics (haproxy_server_weight). Standard library only. Logs go to the journal.
+
+A leader whose group a run restarts is drained first: the run writes a drain mark, a lease of the
+run as the group supervisor's holds are (group_supervisor.py's hold_state, installed beside this
+file), at <drains_dir>/<group>; while it is live the leader's weight is 0, so the front door sends
+it no new request and those it runs go on. A mark whose lease ran out (its run died) is ignored.
 """
 
 import json
@@ -24,6 +29,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import frontend_weights as fw  # noqa: E402  pylint: disable=wrong-import-position,import-error
+import group_supervisor as gs  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
 
 def log(message, level=6):
@@ -75,9 +81,40 @@ class Service(object):
         self.stale = set()
         self.clock = time.monotonic
         self.last_error = None
+        self.drains_dir = config.get('drains_dir')
+        # A mark that is not a lease counts for this long from its time.
+        self.drain_lease = int(settings.get('drain_lease_s') or 3600)
+        self.drains = {}
+
+    def read_drains(self):
+        """{group: hold_state} of every drain mark, each change of one logged once."""
+        drains = {}
+        try:
+            names = sorted(os.listdir(self.drains_dir)) if self.drains_dir else []
+        except OSError:
+            names = []
+        for name in names:
+            path = os.path.join(self.drains_dir, name)
+            if '.tmp.' in name or not os.path.isfile(path):
+                continue
+            try:
+                with open(path, errors='replace') as handle:
+                    content = handle.read(65536)
+                mtime = os.stat(path).st_mtime
+            except OSError:
+                continue
+            drains[name] = gs.hold_state(content, time.time(), mtime, self.drain_lease)
+        for group in sorted(set(drains) | set(self.drains)):
+            was, now = self.drains.get(group, {}).get('state'), drains.get(group, {}).get('state')
+            if was != now:
+                log('group %s: %s' % (group, 'drain ended' if now is None else 'drain mark: ' + drains[group]['message']),
+                    4 if now == gs.HOLD_STALE else 6)
+        self.drains = drains
+        return drains
 
     def tick(self):
         weights = {}
+        drains = self.read_drains()
         for server in self.servers:
             key = (server['backend'], server['server'])
             # A read gets at least 2 s: on a loaded host a 1 s interval would miss readings.
@@ -92,6 +129,8 @@ class Service(object):
             else:
                 self.stale.discard(key)
             out = leader.last['out']
+            if drains.get(server['group'], {}).get('state') == gs.HOLD_LIVE:
+                value, out = 0, 'drained for a planned restart of group %s' % server['group']
             if bool(out) != bool(self.out.get(key)):
                 log('%s/%s: %s' % (key[0], key[1], 'out, no new request sent to it: ' + out if out
                                    else 'serving again, back in'), 4 if out else 6)

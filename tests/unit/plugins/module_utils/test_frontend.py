@@ -126,3 +126,24 @@ def test_the_metrics_port_clashes_like_the_api_port_and_needs_a_port_of_its_own(
     assert frontend.frontend_problems(plan, {'door': {'nim_frontend_port': 9100, 'nim_frontend_metrics_port': 9100}}) == [
         frontend.PROBLEM_METRICS_PORT % ('9100', 'door')]
     assert frontend.frontend_problems(plan, {'door': {'nim_frontend_metrics_port': 9100}}) == []
+
+
+def test_the_drain_defaults_are_the_role_s():
+    path = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'roles', 'nim_frontend', 'defaults', 'main.yml')
+    with open(path) as handle:
+        defaults = yaml.safe_load(handle)
+    assert dict((k, defaults[k]) for k in frontend.DRAIN_DEFAULTS) == frontend.DRAIN_DEFAULTS
+
+
+def test_a_restart_drains_a_group_on_every_load_aware_front_door_while_its_pool_keeps_a_leader():
+    groups = {'a': _group('a', 'nvcr.io/nim/meta/m', '10.0.0.1'), 'b': _group('b', 'nvcr.io/nim/meta/m', '10.0.0.3'),
+              'c': _group('c', 'nvcr.io/nim/other/o', '10.0.0.5')}
+    doors = {'d2': {'nim_frontend_config_dir': '/srv/door/'}, 'd1': {'nim_frontend_config_dir': None},
+             'off': {'nim_frontend_load_aware': 'false'}, 'gone': {'nim_frontend_state': 'absent'}}
+    assert frontend.drain_marks(groups, 'a', ['a'], doors) == [
+        {'host': 'd1', 'path': '/etc/nimstack/frontend/drains/a'}, {'host': 'd2', 'path': '/srv/door/drains/a'}]
+    # Nowhere else to send its model's requests: alone in its pool, or its pool's other group stops too.
+    assert frontend.drain_marks(groups, 'c', ['c'], doors) == []
+    assert frontend.drain_marks(groups, 'a', ['a', 'b'], doors) == []
+    assert frontend.drain_marks(groups, 'k', ['k'], doors) == []
+    assert frontend.drain_marks(groups, 'a', ['a'], {}) == []

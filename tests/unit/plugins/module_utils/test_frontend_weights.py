@@ -3,11 +3,13 @@ that sets them (roles/nim_frontend/files/nimstack_frontend_weights.py) against a
 and a stand-in of HAProxy's runtime API."""
 
 import importlib.util
+import json
 import os
 import socket
 import sys
 import tempfile
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
@@ -305,3 +307,47 @@ def test_a_long_prefill_is_progress_and_both_token_counters_count():
         # No token generated, but the prompt's prefill advances: not stalled.
         assert leader.observe(float(t), dict(reading(generated=None), tokens=100.0 * t + 1)) > 0, t
     assert leader.last['out'] == ''
+
+
+def test_a_live_drain_mark_takes_its_group_s_leader_out_and_a_stale_one_is_ignored(leaders):
+    program = _program()
+    gs = program.gs
+    owner = gs.run_owner('ctl', 42, 1)
+    with tempfile.TemporaryDirectory() as tmp:
+        drains = os.path.join(tmp, 'drains')
+        os.mkdir(drains)
+        runtime = Runtime(os.path.join(tmp, 'admin.sock'))
+        pools = [{'model': 'meta/m', 'backend': 'model_meta_m', 'servers': [
+            {'name': 'group_%s' % g, 'group': g, 'address': '127.0.0.1', 'port': s.server_address[1]}
+            for g, s in zip(('a', 'b'), leaders)]}]
+        leaders[1].text = metrics(waiting=0, ok=10)
+        service = program.Service({'socket': os.path.join(tmp, 'admin.sock'), 'pools': pools, 'drains_dir': drains,
+                                   'settings': {'interval_s': 1, 'drain_lease_s': 60}})
+
+        def mark(group, expires_in):
+            record = gs.hold_record(owner, 'the restart of group %s (drained)' % group, 60, time.time())
+            record['expires'] = int(time.time()) + expires_in
+            with open(os.path.join(drains, group), 'w') as handle:
+                json.dump(record, handle)
+
+        mark('a', 60)
+        service.tick()
+        mark('a', -5)
+        service.tick()
+        os.remove(os.path.join(drains, 'a'))
+        mark('b', 60)
+        mark('a', 60)
+        service.tick()
+        runtime.sock.close()
+    assert runtime.lines[0] == 'set server model_meta_m/group_a weight 0;set server model_meta_m/group_b weight 100\n'
+    assert runtime.lines[1] == 'set server model_meta_m/group_a weight 100;set server model_meta_m/group_b weight 100\n'
+    # Both drained: the pool is never emptied, each keeps the floor.
+    assert runtime.lines[2] == 'set server model_meta_m/group_a weight 10;set server model_meta_m/group_b weight 10\n'
+    assert service.out[('model_meta_m', 'group_a')] == 'drained for a planned restart of group a'
+
+
+def test_requests_in_flight_of_a_leader_s_metrics():
+    from ansible_collections.nimstack.multinode.plugins.filter.frontend_pools import requests_in_flight
+    assert requests_in_flight(metrics(waiting=2, running=3)) == 5
+    assert requests_in_flight('') is None
+    assert requests_in_flight(None) is None
