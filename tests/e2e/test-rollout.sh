@@ -123,7 +123,8 @@ for c in 1 2; do
 done
 sed 's/^/   /' "$logs/change.probe"
 for g in ro-a ro-b; do
-  log_says "$logs/change.log" "group '$g': out of the front door ($door_host), no request in flight after" \
+  # The callback doubles the quotes around the group's name.
+  log_says "$logs/change.log" "group '*$g'*: out of the front door ($door_host), no request in flight after" \
     || { grep -n "drain\|front door" "$logs/change.log" | head; fail "the change did not drain $g before stopping it"; }
 done
 on "$door_host" journalctl -u nimstack-frontend-weights.service --no-pager | grep -q "drained for a planned restart of group ro-a" \
