@@ -45,6 +45,17 @@ _raw:
     pid:
       description: The pid of the ansible-playbook process.
       type: int
+    alive:
+      description:
+        - The run ids of every ansible-playbook process alive on this controller now (Linux only; absent
+          elsewhere). A live hold of a run of this controller that started before C(alive_at) and is not among them
+          is one whose run ended (it failed, or was killed): M(nimstack.multinode.nim_supervisor_hold) clears it at
+          once instead of refusing until its lease expires. Not written into a hold.
+      type: list
+      elements: str
+    alive_at:
+      description: When C(alive) was read, in epoch seconds.
+      type: int
 '''
 
 import multiprocessing
@@ -78,8 +89,34 @@ def _started(pid):
         raise AnsibleLookupError('nim_run_owner: cannot read when process %d started: %s' % (pid, exc))
 
 
+def _alive(controller):
+    """The run ids of the ansible-playbook processes alive on this controller, or None without /proc.
+    A process whose first or second argument is ansible-playbook counts (its forked workers too: their
+    ids never name a hold)."""
+    try:
+        pids = [int(name) for name in os.listdir('/proc') if name.isdigit()]
+    except OSError:
+        return None
+    runs = []
+    for pid in pids:
+        try:
+            with open('/proc/%d/cmdline' % pid, 'rb') as handle:
+                args = handle.read(4096).split(b'\0')[:2]
+            if any(os.path.basename(arg) == b'ansible-playbook' for arg in args):
+                runs.append(run_owner(controller, pid, _started(pid))['run'])
+        except (OSError, AnsibleLookupError):
+            continue
+    return sorted(runs)
+
+
 class LookupModule(LookupBase):
     def run(self, terms, variables=None, **kwargs):
         parent = multiprocessing.parent_process()
         pid = parent.pid if parent is not None else os.getpid()
-        return [run_owner(socket.gethostname(), pid, _started(pid))]
+        controller = socket.gethostname()
+        owner = run_owner(controller, pid, _started(pid))
+        now = int(time.time())
+        alive = _alive(controller)
+        if alive is not None:
+            owner.update(alive=alive, alive_at=now)
+        return [owner]

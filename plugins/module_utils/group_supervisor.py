@@ -112,7 +112,7 @@ def hold_record(owner, holder, lease, now, acquired=None):
     (holder: 'the deployment of group g1'), when it was acquired and last renewed, the lease in
     seconds and the time it expires (epoch seconds)."""
     now = int(now)
-    return {'owner': dict(owner), 'holder': holder, 'acquired': int(acquired or now), 'renewed': now,
+    return {'owner': dict((k, owner[k]) for k in ('run', 'controller', 'pid') if k in owner), 'holder': holder, 'acquired': int(acquired or now), 'renewed': now,
             'lease': int(lease), 'expires': now + int(lease)}
 
 
@@ -170,6 +170,27 @@ def hold_state(content, now, mtime, lease):
             'remaining': remaining, 'legacy': legacy, 'message': message}
 
 
+def run_ended(holder, owner):
+    """Why the run that wrote a hold (its owner: holder) has ended, as this run (owner: run_owner() with
+    'alive', the run ids of the ansible-playbook processes alive on its controller, read at 'alive_at')
+    sees it, or '' when it may live. Only a run of the same controller that started before that reading
+    can be known to have ended: one of another controller (an AWX job's pod) holds until its lease
+    expires."""
+    alive, alive_at = owner.get('alive'), owner.get('alive_at')
+    run, controller = str(holder.get('run') or ''), holder.get('controller')
+    if alive is None or not _number(alive_at) or not controller or controller != owner.get('controller'):
+        return ''
+    if not run.startswith('%s-' % controller) or run in alive:
+        return ''
+    try:
+        started = int(run.rsplit('-', 1)[1])
+    except ValueError:
+        return ''
+    if started >= alive_at:
+        return ''
+    return 'ansible-playbook pid %s on %s is gone' % (holder.get('pid', '?'), controller)
+
+
 def hold_action(state, owner, want):
     """What a run does with a hold it finds on a host: (action, note).
 
@@ -182,6 +203,10 @@ def hold_action(state, owner, want):
     if state is None:
         return ('write' if want == 'present' else 'keep'), ''
     ours = state['owner'].get('run') == owner.get('run') and not state['legacy']
+    ended = not ours and not state['legacy'] and run_ended(state['owner'], owner)
+    if state['state'] == HOLD_LIVE and ended:
+        return ('write' if want == 'present' else 'remove'), 'cleared: %s, but its run ended (%s)' % (
+            state['message'], ended)
     if state['state'] == HOLD_LIVE and not ours and not state['legacy']:
         owner = state['owner']
         return 'refuse', ('%s: another run (controller %s, pid %s) is working on this host; let it finish, or '

@@ -408,6 +408,26 @@ def test_a_live_hold_of_another_run_is_refused_and_named(want):
     assert gs.hold_action(gs.hold_state(lease(NOW - 100, owner=other), NOW, NOW, 60), OWNER, want)[0] != 'refuse'
 
 
+@pytest.mark.parametrize('want', ['present', 'absent'])
+def test_a_live_hold_of_a_run_of_this_controller_that_ended_is_cleared_at_once(want):
+    gone = gs.run_owner('ctl', 7, 1764000500)
+    seen = dict(OWNER, alive=[OWNER['run'], 'ctl-8-1764000550'], alive_at=NOW)
+    action, note = gs.hold_action(gs.hold_state(lease(NOW - 10, owner=gone), NOW, NOW, 60), seen, want)
+    assert action == ('write' if want == 'present' else 'remove')
+    assert note.startswith('cleared: hold by run ctl-7-1764000500 of controller ctl')
+    assert note.endswith('but its run ended (ansible-playbook pid 7 on ctl is gone)')
+    # It may live: it is alive, it started after the reading, it is of another controller, or the
+    # processes could not be read.
+    for holder, owner in ((gs.run_owner('ctl', 8, 1764000550), seen), (gs.run_owner('ctl', 9, NOW), seen),
+                          (gs.run_owner('ctl2', 7, 1764000500), seen), (gone, OWNER)):
+        assert gs.hold_action(gs.hold_state(lease(NOW - 10, owner=holder), NOW, NOW, 60), owner, want)[0] == 'refuse'
+
+
+def test_a_hold_keeps_only_the_owner_s_name():
+    record = json.loads(lease(NOW, owner=dict(OWNER, alive=['ctl-1-2'], alive_at=NOW)))
+    assert record['owner'] == {'run': 'ctl-4242-1764000000', 'controller': 'ctl', 'pid': 4242}
+
+
 METRICS = """# HELP num_requests_running Number of requests currently running on GPU.
 # TYPE num_requests_running gauge
 num_requests_running{model_name="m"} %s
