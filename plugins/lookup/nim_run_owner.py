@@ -49,7 +49,7 @@ _raw:
       description:
         - The run ids of every ansible-playbook process alive on this controller now (Linux only; absent
           elsewhere). A live hold of a run of this controller that started before C(alive_at) and is not among them
-          is one whose run ended (it failed, or was killed): M(nimstack.multinode.nim_supervisor_hold) clears it at
+          is one whose run ended (it failed, or was killed), which M(nimstack.multinode.nim_supervisor_hold) clears at
           once instead of refusing until its lease expires. Not written into a hold.
       type: list
       elements: str

@@ -112,7 +112,8 @@ def hold_record(owner, holder, lease, now, acquired=None):
     (holder: 'the deployment of group g1'), when it was acquired and last renewed, the lease in
     seconds and the time it expires (epoch seconds)."""
     now = int(now)
-    return {'owner': dict((k, owner[k]) for k in ('run', 'controller', 'pid') if k in owner), 'holder': holder, 'acquired': int(acquired or now), 'renewed': now,
+    named = dict((k, owner[k]) for k in ('run', 'controller', 'pid') if k in owner)
+    return {'owner': named, 'holder': holder, 'acquired': int(acquired or now), 'renewed': now,
             'lease': int(lease), 'expires': now + int(lease)}
 
 

@@ -21,7 +21,7 @@ description:
     with a warning naming it. It fails on a live hold of another run, naming it, since two runs on one group at
     once would stop each other's ranks.
   - V(absent) removes this run's hold and any stale one; it leaves a live hold of another run and warns.
-  - A live hold of a run that has ended counts as stale: one of the same controller that started before O(owner)'s
+  - A live hold of a run that has ended counts as stale, that is one of the same controller that started before O(owner)'s
     C(alive_at) and is not among its C(alive) runs (it failed, or was killed). A run of another controller (an AWX
     job's pod) cannot be seen from here; its hold holds until its lease expires.
   - V(query) only reads the holds.
