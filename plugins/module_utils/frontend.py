@@ -26,8 +26,7 @@ SETTING_DEFAULTS = {'nim_frontend_state': 'present', 'nim_frontend_port': 8080, 
 # What drain_marks() reads of a front door's host, with the role's defaults.
 DRAIN_DEFAULTS = {'nim_frontend_state': 'present', 'nim_frontend_load_aware': True,
                   'nim_frontend_config_dir': '/etc/nimstack/frontend'}
-# The directory of the drain marks, under nim_frontend_config_dir, and the gauges of the requests a
-# leader still has (frontend_weights.GAUGES).
+# The directory of the drain marks, under nim_frontend_config_dir.
 DRAINS_DIR = 'drains'
 # The group supervisor's settings on a front door's host, with the defaults of roles/nim_docker
 # (nim_docker_supervisor and nim_docker_supervisor_port default to the inventory-wide ones).

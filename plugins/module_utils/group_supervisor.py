@@ -20,6 +20,7 @@ import hashlib
 import hmac
 import json
 import math
+import os
 import time
 
 # The states a supervisor reports (its state file, playbooks/status.yml).
@@ -190,6 +191,21 @@ def run_ended(holder, owner):
     if started >= alive_at:
         return ''
     return 'ansible-playbook pid %s on %s is gone' % (holder.get('pid', '?'), controller)
+
+
+def read_hold(path, now, lease):
+    """hold_state() of the hold file at path, with its path, or None when there is none. A file that
+    cannot be read counts as garbled: it holds for one lease after it was written."""
+    try:
+        mtime = os.stat(path).st_mtime
+    except OSError:
+        return None
+    try:
+        with open(path, errors='replace') as handle:
+            content = handle.read(65536)
+    except OSError:
+        content = ''
+    return dict(hold_state(content, now, mtime, lease), path=path)
 
 
 def hold_action(state, owner, want):

@@ -142,19 +142,6 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.nimstack.multinode.plugins.module_utils import group_supervisor as gs
 
 
-def _read(path, now, lease):
-    try:
-        mtime = os.stat(path).st_mtime
-    except FileNotFoundError:
-        return None
-    try:
-        with open(path, errors='replace') as handle:
-            content = handle.read(65536)
-    except OSError:
-        content = ''
-    return dict(gs.hold_state(content, now, mtime, lease), path=path)
-
-
 def _write(path, record):
     tmp = '%s.tmp.%d' % (path, os.getpid())
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -184,7 +171,7 @@ def main():
     if params['lease'] < 1:
         module.fail_json(msg='lease must be a whole number of seconds of at least 1, not %d' % params['lease'])
     now = time.time()
-    holds = [h for h in (_read(p, now, params['lease']) for p in params['paths']) if h]
+    holds = [h for h in (gs.read_hold(p, now, params['lease']) for p in params['paths']) if h]
     if params['state'] == 'query':
         module.exit_json(changed=False, holds=holds, cleared=[])
     found = dict((h['path'], h) for h in holds)

@@ -138,20 +138,8 @@ class Supervisor(object):
     # ---- this host --------------------------------------------------------------------------
     def holds(self):
         """The hold files of this host, each read as a lease (group_supervisor.hold_state)."""
-        found = []
-        for path in self.maintenance_files:
-            try:
-                mtime = os.stat(path).st_mtime
-            except OSError:
-                continue
-            try:
-                with open(path, errors='replace') as handle:
-                    content = handle.read(65536)
-            except OSError:
-                # Unreadable counts as garbled: it holds for one lease after it was written.
-                content = ''
-            found.append(dict(gs.hold_state(content, time.time(), mtime, self.hold_lease), path=path))
-        return found
+        holds = (gs.read_hold(path, time.time(), self.hold_lease) for path in self.maintenance_files)
+        return [hold for hold in holds if hold]
 
     def inspect(self):
         rc, out, _err = docker('inspect', '--type', 'container', self.container, timeout=30)

@@ -95,15 +95,9 @@ class Service(object):
             names = []
         for name in names:
             path = os.path.join(self.drains_dir, name)
-            if '.tmp.' in name or not os.path.isfile(path):
-                continue
-            try:
-                with open(path, errors='replace') as handle:
-                    content = handle.read(65536)
-                mtime = os.stat(path).st_mtime
-            except OSError:
-                continue
-            drains[name] = gs.hold_state(content, time.time(), mtime, self.drain_lease)
+            hold = None if '.tmp.' in name or not os.path.isfile(path) else gs.read_hold(path, time.time(), self.drain_lease)
+            if hold:
+                drains[name] = hold
         for group in sorted(set(drains) | set(self.drains)):
             was, now = self.drains.get(group, {}).get('state'), drains.get(group, {}).get('state')
             if was != now:

@@ -84,11 +84,12 @@ def test_a_front_door_port_that_a_rank_on_its_host_listens_on_is_refused():
     assert frontend.frontend_problems(plan, {'d1': {}}) == []
 
 
-def test_the_defaults_are_the_role_s():
+@pytest.mark.parametrize('table', [frontend.SETTING_DEFAULTS, frontend.DRAIN_DEFAULTS], ids=['settings', 'drain'])
+def test_the_defaults_are_the_role_s(table):
     path = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'roles', 'nim_frontend', 'defaults', 'main.yml')
     with open(path) as handle:
         defaults = yaml.safe_load(handle)
-    assert dict((k, defaults[k]) for k in frontend.SETTING_DEFAULTS) == frontend.SETTING_DEFAULTS
+    assert dict((k, defaults[k]) for k in table) == table
 
 
 def test_a_front_door_port_that_the_group_supervisor_on_its_host_listens_on_is_refused():
@@ -126,13 +127,6 @@ def test_the_metrics_port_clashes_like_the_api_port_and_needs_a_port_of_its_own(
     assert frontend.frontend_problems(plan, {'door': {'nim_frontend_port': 9100, 'nim_frontend_metrics_port': 9100}}) == [
         frontend.PROBLEM_METRICS_PORT % ('9100', 'door')]
     assert frontend.frontend_problems(plan, {'door': {'nim_frontend_metrics_port': 9100}}) == []
-
-
-def test_the_drain_defaults_are_the_role_s():
-    path = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'roles', 'nim_frontend', 'defaults', 'main.yml')
-    with open(path) as handle:
-        defaults = yaml.safe_load(handle)
-    assert dict((k, defaults[k]) for k in frontend.DRAIN_DEFAULTS) == frontend.DRAIN_DEFAULTS
 
 
 def test_a_restart_drains_a_group_on_every_load_aware_front_door_while_its_pool_keeps_a_leader():
