@@ -934,6 +934,7 @@ RULES = {
     'docker_max_unavailable_groups': _int_check(1, 1000),
     'docker_restart_timeout': _int_check(1, _DAY),
     'docker_restart_wave_tasks': _controller_file(),
+    'docker_restart_wave_pre_tasks': _controller_file(),
     # nvidia_driver, nvidia_container_toolkit, rdma: package repositories over https only
     'nvidia_driver_branch': _driver_branch(),
     'nvidia_driver_repo_base_url': _https(False),
@@ -960,6 +961,7 @@ RULES = {
     'nvidia_driver_reboot_group_var': _pattern(VARIABLE_NAME_RE, ACCEPT_VARIABLE_NAME),
     'nvidia_driver_max_unavailable_groups': _int_check(1, 1000),
     'nvidia_driver_reboot_wave_tasks': _controller_file(),
+    'nvidia_driver_reboot_wave_pre_tasks': _controller_file(),
     'nvidia_container_toolkit_enabled': _bool(),
     'nvidia_container_toolkit_version': _pattern(toolkit_plan.VERSION_RE, ACCEPT_PACKAGE_VERSION, empty_ok=True,
                                                  problem=P_BAD_RELEASE),

@@ -15,7 +15,9 @@
 #      refused by the worker's sshd, from a member accepted;
 #   5. a daemon.json change only a dockerd restart applies, with live-restore off, on a member of
 #      each group (tests/lab/check-rolling-restart.sh): probed every second, never both groups
-#      down, each re-forms and serves again; a site's log-driver and default-runtime survive;
+#      down, each re-forms and serves again; a client streaming through the front door (on host 1,
+#      both groups in its pool) sees no failure: each wave drains its group from the front door
+#      before the restart stops it; a site's log-driver and default-runtime survive;
 #   6. firewall on again, then teardown.yml: no table, no ruleset file, no token, no key, and the
 #      other tables as before.
 # Every connect and wait is bounded; timings are printed.
@@ -110,6 +112,9 @@ a1=$(lab_addr "$h1") a2=$(lab_addr "$h2") a3=$(lab_addr "$h3") a4=$(lab_addr "$h
 # Two groups of two (PP 2 each); the API open to hosts 1 and 3 only (besides members). Host vars:
 # the lab-docker overlay sets PP 3 for the whole group nim_nodes.
 vars="nim_pipeline_parallel: 2, nim_api_allowed_cidrs: [\"$a1/32\", \"$a3\"]"
+# The front door on host 1 (both groups of the model in its pool) admits this machine too: a client
+# streams through it during step 5.
+controller=$(ip -o route get "$a1" | sed -n 's/.* src \([0-9.]*\).*/\1/p')
 cat >"$NIMSTACK_LAB_DIR/security.yml" <<EOF
 all:
   hosts:
@@ -117,6 +122,10 @@ all:
     $h2: {nim_group: a, nim_node_rank: 1, nim_launch_contract: mpi, $vars}
     $h3: {nim_group: b, nim_node_rank: 0, nim_launch_contract: ray, $vars}
     $h4: {nim_group: b, nim_node_rank: 1, nim_launch_contract: ray, $vars}
+  children:
+    nim_frontend:
+      hosts:
+        $h1: {nim_frontend_api_allowed_cidrs: ["$a1/32", "$a3", "$controller/32"]}
 EOF
 # A stand-in NGC key from a file (not on any command line): it must leak nowhere either.
 ngc_key="nvapi-sectest-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
@@ -289,7 +298,7 @@ why=$(on "$h2" docker logs nim-a 2>&1 | grep -m1 "correct key but not from a per
 echo "   from $h3: $(head -1 "$logs/ssh-outsider.log") sshd: ${why##*authorized_keys:}; from $h1: accepted"
 
 step "a daemon.json change that needs dockerd restarts: never both groups down, each serves again"
-tests/lab/check-rolling-restart.sh "$logs" "$h1,$h4" a="$h1" b="$h3" -- "${play_args[@]}"
+LAB_ROLLING_DOOR=$h1 tests/lab/check-rolling-restart.sh "$logs" "$h1,$h4" a="$h1" b="$h3" -- "${play_args[@]}"
 
 step "firewall on again, then teardown.yml"
 PLAYBOOK=playbooks/deploy_docker.yml play_ok "$logs/firewall-on.log" --tags nim_firewall

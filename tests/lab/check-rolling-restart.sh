@@ -6,7 +6,10 @@
 #   A. live-restore off (as on an engine in swarm mode; a reload turns it off first) and
 #      log-opts.max-file changed on RESTART_HOSTS: each restart stops the host's rank, so the
 #      restarts go in waves, one group at a time, and each group re-forms after its wave. At
-#      every second one group answers.
+#      every second one group answers. With LAB_ROLLING_DOOR (the host of a load-aware front door
+#      on port 8080 that pools the groups), a client streams completions of about 3 s through it without pause:
+#      none fails, for each wave drains its group from the front door before the restart stops
+#      it, and no drain mark is left.
 #   B. (LAB_ROLLING_LIVE_RESTORE=1; one more run of about 3.5 minutes on a loaded 2-core machine)
 #      back to the role's defaults: a reload turns live-restore on first, then the restarts (in
 #      waves again) stop no rank at all: no second without service in either group.
@@ -75,9 +78,28 @@ EOF
 } >"$NIMSTACK_LAB_DIR/rolling.yml"
 
 echo "   A: live-restore off, log-opts.max-file 4 on ${restart_hosts[*]}: each restart stops the host's rank"
+door_host=${LAB_ROLLING_DOOR:-} door=''
+if [[ -n $door_host ]]; then
+  door=http://$(lab_addr "$door_host"):8080/v1
+  model=$(curl -fsS --max-time 5 "$door/models" | python3 -c 'import json, sys; print(json.load(sys.stdin)["data"][0]["id"])')
+  stop=$logs/rolling-door.stop
+  rm -f "$stop"
+  python3 tests/lab/stream_load.py "$door" "$model" "$stop" --bound 900 --max-tokens 150 >"$logs/rolling-door.json" &
+  load_pid=$!
+fi
 rolling live-restore-off -i "$NIMSTACK_LAB_DIR/rolling.yml" -e docker_live_restore=false \
-  || { tail -30 "$logs/rolling-live-restore-off.log"; fail "A: a second with no group serving, a group that did not come back, or the play failed (see $logs/rolling-live-restore-off.*)"; }
-reformed=$(grep -c 'stopped by a restart of its host or engine' "$logs/rolling-live-restore-off.log" || true)
+  || { [[ -z $door ]] || touch "$stop"; tail -30 "$logs/rolling-live-restore-off.log"; fail "A: a second with no group serving, a group that did not come back, or the play failed (see $logs/rolling-live-restore-off.*)"; }
+if [[ -n $door ]]; then
+  touch "$stop"
+  wait "$load_pid" || fail "A: a stream through the front door failed during the restarts: $(cat "$logs/rolling-door.json")"
+  echo "   A: client through the front door: $(cat "$logs/rolling-door.json")"
+  drained=$(tr -s ' \n' '  ' <"$logs/rolling-live-restore-off.log" | grep -o "out of the front door ([^)]*), no request in flight after" | wc -l)
+  ((drained >= 2)) || { grep -n "drain\|front door" "$logs/rolling-live-restore-off.log" | head; fail "A: $drained wave(s) drained their group from the front door before the restart, not 2"; }
+  [[ -z $(on "$door_host" ls -A /etc/nimstack/frontend/drains) ]] || fail "A: drain marks left on $door_host after the restarts"
+  echo "   A: each wave drained its group from the front door before the restart ($drained report lines); no drain mark left"
+fi
+# The callback wraps long lines: read the log as one line.
+reformed=$(tr -s ' \n' '  ' <"$logs/rolling-live-restore-off.log" | grep -o 'stopped by a restart of its host or engine' | wc -l)
 ((reformed > 0)) || fail "A: no group re-formed after its wave; the restarts stopped no rank, so A proved nothing"
 [[ $(site_keys) == "local runc" ]] || fail "A: $site_host's daemon.json lost the site's log-driver or default-runtime: $(site_keys)"
 echo "   A: the groups re-formed after their waves ($reformed report lines); $site_host keeps log-driver and default-runtime: $(site_keys)"
