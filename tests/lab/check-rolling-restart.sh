@@ -93,13 +93,12 @@ if [[ -n $door ]]; then
   touch "$stop"
   wait "$load_pid" || fail "A: a stream through the front door failed during the restarts: $(cat "$logs/rolling-door.json")"
   echo "   A: client through the front door: $(cat "$logs/rolling-door.json")"
-  drained=$(tr -s ' \n' '  ' <"$logs/rolling-live-restore-off.log" | grep -o "out of the front door ([^)]*), no request in flight after" | wc -l)
+  drained=$(log_count "$logs/rolling-live-restore-off.log" "out of the front door ([^)]*), no request in flight after")
   ((drained >= 2)) || { grep -n "drain\|front door" "$logs/rolling-live-restore-off.log" | head; fail "A: $drained wave(s) drained their group from the front door before the restart, not 2"; }
   [[ -z $(on "$door_host" ls -A /etc/nimstack/frontend/drains) ]] || fail "A: drain marks left on $door_host after the restarts"
   echo "   A: each wave drained its group from the front door before the restart ($drained report lines); no drain mark left"
 fi
-# The callback wraps long lines: read the log as one line.
-reformed=$(tr -s ' \n' '  ' <"$logs/rolling-live-restore-off.log" | grep -o 'stopped by a restart of its host or engine' | wc -l)
+reformed=$(log_count "$logs/rolling-live-restore-off.log" 'stopped by a restart of its host or engine')
 ((reformed > 0)) || fail "A: no group re-formed after its wave; the restarts stopped no rank, so A proved nothing"
 [[ $(site_keys) == "local runc" ]] || fail "A: $site_host's daemon.json lost the site's log-driver or default-runtime: $(site_keys)"
 echo "   A: the groups re-formed after their waves ($reformed report lines); $site_host keeps log-driver and default-runtime: $(site_keys)"
