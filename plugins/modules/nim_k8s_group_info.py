@@ -30,7 +30,11 @@ description:
     state is V(Failed); a Job whose condition C(Failed) is true.
   - RV(summary) names what it waits on, that is each pod's phase, readiness, node, restarts and waiting
     reason, each claim's phase and class, and the last events of the scheduler, the kubelet and the
-    volume controllers for them. Used with C(until), each look is one retry.
+    volume controllers for them. Used with C(until), each call is one retry, which makes one look, or
+    with O(look_for) as many as fit in that many seconds, every O(look_every), until the state is no
+    longer V(waiting) or O(deadline) has passed (RV(expired)). A look in the same call costs a few API
+    reads; a new call costs a Python process that imports the Kubernetes client again (over a second
+    of the controller's CPU).
   - Storage classes and nodes that the credentials may not list are left out, and said so; then
     only the events tell.
 author:
@@ -67,6 +71,20 @@ options:
       - When the wait began, in seconds since the epoch; RV(elapsed) counts from it, and an image that
         fails to pull with no event left to date it is dated from it.
     type: float
+  look_for:
+    description:
+      - Seconds to keep looking in this call while the state is V(waiting); 0 looks once.
+    type: int
+    default: 0
+  look_every:
+    description: Seconds between two looks of one call.
+    type: int
+    default: 3
+  deadline:
+    description:
+      - When the whole wait ends, in seconds since the epoch; no look of this call starts after it, and
+        a call that finds the state V(waiting) past it returns RV(expired) true (end the C(until) on it).
+    type: float
   pull_grace:
     description: Seconds an image may fail to pull before the group is V(hopeless).
     type: int
@@ -87,8 +105,10 @@ EXAMPLES = r'''
     namespace: nim
     claims: [nim-alpha-model-store]
     started: "{{ now(utc=true).timestamp() }}"
+    look_for: 20
+    deadline: "{{ now(utc=true).timestamp() + 3600 }}"
   register: alpha
-  until: alpha.state != 'waiting'
+  until: alpha.state != 'waiting' or alpha.expired
   retries: 720
   delay: 5
   failed_when: alpha.state != 'ready'
@@ -128,6 +148,16 @@ elapsed:
   returned: always
   type: int
   sample: 35
+expired:
+  description: Whether the state is V(waiting) and O(deadline) has passed.
+  returned: always
+  type: bool
+  sample: false
+looks:
+  description: How many looks this call made.
+  returned: always
+  type: int
+  sample: 7
 '''
 
 import copy
@@ -196,6 +226,28 @@ def read_group(service, params):
             optional('Node', 'v1', unplaced), events)
 
 
+def look(service, params, clock=time.time, sleep=time.sleep):
+    """Look once, or again every look_every seconds while the group is waiting, for at most look_for
+    seconds and never past the deadline: the last look's diagnosis with elapsed, expired and looks."""
+    started, deadline, every = params['started'], params['deadline'], max(params['look_every'], 1)
+    stop = clock() + max(params['look_for'], 0)
+    if deadline is not None:
+        stop = min(stop, deadline)
+    looks = 0
+    while True:
+        workloads, pods, claims, classes, nodes, events = read_group(service, params)
+        looks += 1
+        now = clock()
+        result = diagnose(workloads, pods, claims, classes, nodes, events, now, started=started,
+                          pull_grace=params['pull_grace'], claim_grace=params['claim_grace'])
+        if result['state'] != 'waiting' or now + every > stop:
+            break
+        sleep(every)
+    result.update(elapsed=int(now - started) if started else 0, looks=looks,
+                  expired=result['state'] == 'waiting' and deadline is not None and now + every > deadline)
+    return result
+
+
 def main():
     argument_spec = copy.deepcopy(AUTH_ARG_SPEC)
     argument_spec.update(
@@ -207,17 +259,16 @@ def main():
         started=dict(type='float'),
         pull_grace=dict(type='int', default=PULL_GRACE),
         claim_grace=dict(type='int', default=CLAIM_GRACE),
+        look_for=dict(type='int', default=0),
+        look_every=dict(type='int', default=3),
+        deadline=dict(type='float'),
     )
     module = AnsibleK8SModule(module_class=AnsibleModule, argument_spec=argument_spec, supports_check_mode=True)
     try:
-        workloads, pods, claims, classes, nodes, events = read_group(K8sService(get_api_client(module), module), module.params)
+        result = look(K8sService(get_api_client(module), module), module.params)
     except CoreException as exc:
         module.fail_from_exception(exc)
-    now = time.time()
-    started = module.params['started']
-    result = diagnose(workloads, pods, claims, classes, nodes, events, now, started=started,
-                      pull_grace=module.params['pull_grace'], claim_grace=module.params['claim_grace'])
-    module.exit_json(changed=False, elapsed=int(now - started) if started else 0, **result)
+    module.exit_json(changed=False, **result)
 
 
 if __name__ == '__main__':

@@ -118,3 +118,67 @@ def test_a_smoke_test_job_and_its_pods_by_their_job_name_are_read():
     assert [(w['kind'], w['name'], len(w['resources'])) for w in workloads] == [('Job', 'nim-alpha-smoke', 1)]
     assert [p['metadata']['name'] for p in pods] == ['nim-alpha-smoke-x7k2p']
     assert ('Pod', None, 'nim', ('job-name=nim-alpha-smoke',)) in service.calls
+
+
+class Clock:
+    """time.time and time.sleep of one call: sleeping moves the clock; each look can change the group."""
+
+    def __init__(self, on_sleep=None):
+        self.now, self.slept, self.on_sleep = 1000.0, [], on_sleep
+
+    def time(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.slept.append(seconds)
+        self.now += seconds
+        if self.on_sleep:
+            self.on_sleep(self)
+
+
+def _lws(ready):
+    return obj('LeaderWorkerSet', 'nim-alpha', metadata={'name': 'nim-alpha', 'namespace': 'nim', 'generation': 1},
+               spec={'replicas': 1}, status={'replicas': 1, 'readyReplicas': 1 if ready else 0,
+                                             'updatedReplicas': 1, 'observedGeneration': 1,
+                                             'conditions': [{'type': 'Available', 'status': 'True' if ready else 'False'}]})
+
+
+def _params(**extra):
+    params = {'kind': 'LeaderWorkerSet', 'name': 'nim-alpha', 'namespace': 'nim', 'lws_name': '', 'claims': [],
+              'started': 990.0, 'pull_grace': 180, 'claim_grace': 120, 'look_for': 0, 'look_every': 3,
+              'deadline': None}
+    params.update(extra)
+    return params
+
+
+def test_one_look_without_look_for():
+    from ansible_collections.nimstack.multinode.plugins.modules.nim_k8s_group_info import look
+    clock = Clock()
+    result = look(FakeService([_lws(False)]), _params(), clock.time, clock.sleep)
+    assert (result['state'], result['looks'], result['expired'], result['elapsed']) == ('waiting', 1, False, 10)
+    assert clock.slept == []
+
+
+def test_a_call_keeps_looking_and_returns_at_the_look_that_finds_the_group_ready():
+    from ansible_collections.nimstack.multinode.plugins.modules.nim_k8s_group_info import look
+    service = FakeService([_lws(False)])
+
+    def ready_after_two_sleeps(clock):
+        if len(clock.slept) == 2:
+            service.objects[:] = [_lws(True)]
+    clock = Clock(ready_after_two_sleeps)
+    result = look(service, _params(look_for=20), clock.time, clock.sleep)
+    assert (result['state'], result['looks'], result['expired']) == ('ready', 3, False)
+    assert clock.slept == [3, 3]
+
+
+def test_a_call_stops_looking_after_look_for_and_says_expired_only_past_the_deadline():
+    from ansible_collections.nimstack.multinode.plugins.modules.nim_k8s_group_info import look
+    clock = Clock()
+    result = look(FakeService([_lws(False)]), _params(look_for=10, deadline=1100.0), clock.time, clock.sleep)
+    # Looks at 0, 3, 6 and 9 s: a fifth, at 12 s, would start past the 10 s this call may look.
+    assert (result['state'], result['looks'], result['expired']) == ('waiting', 4, False)
+    clock = Clock()
+    result = look(FakeService([_lws(False)]), _params(look_for=60, deadline=1007.0), clock.time, clock.sleep)
+    # The deadline comes first: looks at 0, 3 and 6 s, then the wait is over.
+    assert (result['state'], result['looks'], result['expired']) == ('waiting', 3, True)
