@@ -83,7 +83,8 @@ options:
   deadline:
     description:
       - When the whole wait ends, in seconds since the epoch; no look of this call starts after it, and
-        a call that finds the state V(waiting) past it returns RV(expired) true (end the C(until) on it).
+        a call that finds the state V(waiting) when no further look (O(look_every) later) could start
+        before it returns RV(expired) true (end the C(until) on it).
     type: float
   pull_grace:
     description: Seconds an image may fail to pull before the group is V(hopeless).
@@ -149,7 +150,7 @@ elapsed:
   type: int
   sample: 35
 expired:
-  description: Whether the state is V(waiting) and O(deadline) has passed.
+  description: Whether the state is V(waiting) and no further look could start before O(deadline).
   returned: always
   type: bool
   sample: false

@@ -180,5 +180,5 @@ def test_a_call_stops_looking_after_look_for_and_says_expired_only_past_the_dead
     assert (result['state'], result['looks'], result['expired']) == ('waiting', 4, False)
     clock = Clock()
     result = look(FakeService([_lws(False)]), _params(look_for=60, deadline=1007.0), clock.time, clock.sleep)
-    # The deadline comes first: looks at 0, 3 and 6 s, then the wait is over.
+    # The deadline comes first: looks at 0, 3 and 6 s; a fourth, at 9 s, would start past it: expired.
     assert (result['state'], result['looks'], result['expired']) == ('waiting', 3, True)
