@@ -22,6 +22,7 @@ group_supervisor.py's (the collection's plugins/module_utils/group_supervisor.py
 beside this file). Standard library only. Logs go to the journal.
 """
 
+import http.client
 import json
 import os
 import signal
@@ -31,6 +32,7 @@ import sys
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -38,6 +40,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import group_supervisor as gs  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
 DOCKER = os.environ.get('NIMSTACK_SUPERVISOR_DOCKER', 'docker')
+# The engine's API, asked directly for the look every interval: the CLI costs a process of
+# about 20 ms of CPU per look on every member; the socket about 1 ms. With the CLI replaced
+# (NIMSTACK_SUPERVISOR_DOCKER, as the unit tests do) every look goes through it.
+DOCKER_SOCKET = '/var/run/docker.sock' if 'NIMSTACK_SUPERVISOR_DOCKER' not in os.environ else ''
 
 
 def log(message, level=6):
@@ -80,6 +86,39 @@ def docker(*args, timeout=60):
     except (OSError, subprocess.TimeoutExpired) as exc:
         return 1, '', str(exc)
     return proc.returncode, proc.stdout.decode('utf-8', 'replace'), proc.stderr.decode('utf-8', 'replace')
+
+
+class UnixHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, path, timeout):
+        http.client.HTTPConnection.__init__(self, 'localhost', timeout=timeout)
+        self.path = path
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(self.timeout)
+        self.sock.connect(self.path)
+
+
+def engine_inspect(path, name, timeout=30):
+    """GET /containers/<name>/json from the engine at the socket path: (found, the container's JSON).
+
+    The body is what `docker inspect --type container` prints for it, one object instead of a list
+    of one. found is False when the engine says there is no such container, None when the engine
+    could not be asked or answered anything else (the caller asks the CLI instead).
+    """
+    connection = UnixHTTPConnection(path, timeout)
+    try:
+        connection.request('GET', '/containers/%s/json' % urllib.parse.quote(name, safe=''))
+        response = connection.getresponse()
+        body = response.read()
+    except (OSError, http.client.HTTPException):
+        return None, None
+    finally:
+        connection.close()
+    if response.status == 404:
+        return False, None
+    data = gs.load_json(body.decode('utf-8', 'replace'), None) if response.status == 200 else None
+    return (True, data) if isinstance(data, dict) else (None, None)
 
 
 class Supervisor(object):
@@ -142,6 +181,10 @@ class Supervisor(object):
         return [hold for hold in holds if hold]
 
     def inspect(self):
+        if DOCKER_SOCKET:
+            found, data = engine_inspect(DOCKER_SOCKET, self.container)
+            if found is not None:
+                return data
         rc, out, _err = docker('inspect', '--type', 'container', self.container, timeout=30)
         if rc != 0:
             return None

@@ -217,6 +217,58 @@ def test_the_shipped_program_is_valid_python_and_refuses_a_bad_config(tmp_path):
     assert b'self is missing' in proc.stdout
 
 
+def test_the_program_asks_the_engine_over_its_socket_and_tells_missing_from_unreachable(tmp_path):
+    import importlib.util
+    import socketserver
+    import threading
+    from http.server import BaseHTTPRequestHandler
+    path = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'roles', 'nim_docker', 'files',
+                        'nimstack_supervisor.py')
+    sys.path.insert(0, os.path.dirname(gs.__file__))
+    try:
+        spec = importlib.util.spec_from_file_location('nimstack_supervisor_under_test', path)
+        program = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(program)
+    finally:
+        sys.path.remove(os.path.dirname(gs.__file__))
+    asked = []
+
+    class Engine(BaseHTTPRequestHandler):
+        def log_message(self, fmt, *args):
+            return
+
+        def do_GET(self):  # noqa: N802
+            asked.append(self.path)
+            codes = {'/containers/nim-default/json': 200, '/containers/broken/json': 500}
+            code = codes.get(self.path, 404)
+            body = json.dumps(inspect(cid='h1') if code == 200 else {'message': 'no such container'}).encode()
+            self.send_response(code)
+            self.send_header('Content-Length', str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    sock = str(tmp_path / 'docker.sock')
+    server = socketserver.ThreadingUnixStreamServer(sock, Engine)
+    # BaseHTTPRequestHandler logs the client address, which a unix socket gives as ''.
+    server.RequestHandlerClass.address_string = lambda self: 'engine'
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        found, data = program.engine_inspect(sock, 'nim-default')
+        assert found is True and gs.observe(data, GROUP)['running'] and data['Id'] == 'h1'
+        # Gone: the supervisor's "missing", not a reason to ask the CLI.
+        assert program.engine_inspect(sock, 'nim-gone') == (False, None)
+        # Anything else: ask the CLI instead.
+        assert program.engine_inspect(sock, 'broken') == (None, None)
+        # The name is one path segment, whatever it holds.
+        assert program.engine_inspect(sock, '../images/x') == (False, None)
+        assert asked[-1] == '/containers/..%2Fimages%2Fx/json'
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert program.engine_inspect(str(tmp_path / 'no.sock'), 'nim-default') == (None, None)
+
+
 def test_during_a_restart_only_the_started_ranks_must_run():
     stopped = {'maintenance': False, 'rank': gs.observe(inspect(cid='h1', running=False), GROUP)}
     reps = reports(h1=stopped)
