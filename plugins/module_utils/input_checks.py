@@ -79,6 +79,8 @@ TAG_RE = re.compile(r'^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}\Z')
 DIGEST_RE = re.compile(r'^sha256:[a-f0-9]{64}\Z')
 RECEIVER_RE = re.compile(r'^[A-Za-z0-9_.-]{1,128}\Z')
 HTTP_URL_RE = re.compile(r'^https?://[^\s/]+\S*\Z')
+# The offline bundle's URL lands in an apt sources line, after its [options]: no space, quote, # or bracket.
+BUNDLE_URL_RE = re.compile(r'^(https?://[^\s/\'"#\[\]]+(/[^\s\'"#\[\]]*)?|file:///[^\s\'"#\[\]]*)\Z')
 VARIABLE_NAME_RE = re.compile(r'^[A-Za-z_][A-Za-z0-9_]{0,127}\Z')
 GROUP_RE = re.compile(r'^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}\Z')
 PACKAGE_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9+._~:=*-]{0,255}\Z')
@@ -159,6 +161,8 @@ ACCEPT_DURATION = ('a Prometheus duration longer than 0s such as 15s, 1m30s or 4
                    'at most once, in that order)')
 ACCEPT_HOST_PORTS = 'a YAML list of host:port strings such as 127.0.0.1:9093 or [fd00::1]:9093'
 ACCEPT_HTTP_URL = 'an http:// or https:// URL without spaces'
+ACCEPT_BUNDLE_URL = ('the URL of the offline bundle (http://, https:// or file:///), without spaces, quotes, # or '
+                     'brackets')
 ACCEPT_RECEIVER = 'a receiver name of letters, digits, _ . and - (at most 128)'
 ACCEPT_RECEIVERS = ('a YAML list of Alertmanager receivers, each a mapping with a name (letters, digits, _ . -) '
                     'whose url, api_url and webhook_url are http:// or https:// URLs')
@@ -870,6 +874,8 @@ RULES = {
     'nim_group_restart_window': _int_check(60, _WEEK),
     # How long a run's maintenance hold holds the supervisors without a renewal (their lease).
     'nim_group_hold_lease': _int_check(10, _WEEK),
+    # Offline mode: where every host takes its packages from (docs/offline.md).
+    'nimstack_bundle_url': _pattern(BUNDLE_URL_RE, ACCEPT_BUNDLE_URL, empty_ok=True, problem=P_NOT_URL),
     'nim_group_lost_after': _int_check(0, _WEEK),
     # How long a group may run without serving before its supervisor restarts it (0: no check).
     'nim_group_serving_timeout': _int_check(0, _DAY),

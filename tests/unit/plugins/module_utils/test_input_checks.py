@@ -228,10 +228,13 @@ PLAY_TOGGLES = {'nim_k8s_install_components'}
 
 def _read_with_a_default():
     """Every nim_* (and ansible_host, ansible_port) variable the roles and playbooks read as
-    `NAME | default(...)`: what an inventory may set for them."""
-    pattern = re.compile(r'\b(nim_[a-z0-9_]+|ansible_host|ansible_port)\s*\|\s*default\(')
+    `NAME | default(...)`, and every nimstack_* one the roles read: what an inventory may set for them.
+    (A nimstack_* variable only a playbook reads is an input of that controller-only playbook, given
+    with -e: playbooks/bundle.yml's, playbooks/awx/teardown.yml's; they check it themselves.)"""
+    patterns = {'roles': re.compile(r'\b(nim_[a-z0-9_]+|nimstack_[a-z0-9_]+|ansible_host|ansible_port)\s*\|\s*default\('),
+                'playbooks': re.compile(r'\b(nim_[a-z0-9_]+|ansible_host|ansible_port)\s*\|\s*default\(')}
     names = set()
-    for top in ('roles', 'playbooks'):
+    for top, pattern in patterns.items():
         for root, _dirs, files in os.walk(os.path.join(REPO, top)):
             for name in files:
                 if name.endswith(('.yml', '.yaml', '.j2')):

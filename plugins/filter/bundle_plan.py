@@ -1,0 +1,80 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, nimstack maintainers
+# SPDX-License-Identifier: Apache-2.0
+"""Filters bundle_plan, bundle_problems and bundle_env: what an offline bundle must hold for the
+inventory, what keeps a bundle from serving the run, and the environment of apt in offline mode
+(docs in bundle_plan.yml, bundle_problems.yml and bundle_env.yml)."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.nimstack.multinode.plugins.module_utils.lazy import lazy_module
+
+_bundle = lazy_module('bundle')
+
+
+def _vars(hostvars, hosts):
+    picked = {}
+    for host in hosts:
+        hvars = hostvars[host]
+        picked[host] = dict((name, hvars[name]) for name in _bundle.READS if name in hvars)
+    return picked
+
+
+def _kinds(hostvars, groups, node_group):
+    nodes = list((groups or {}).get(node_group) or [])
+    hosts = set(nodes)
+    for group in ('nim_frontend', 'nim_monitoring', 'nfs_server'):
+        hosts.update((groups or {}).get(group) or [])
+    vars_by_host = _vars(hostvars, sorted(hosts))
+    return _bundle.host_kinds(groups, nodes, vars_by_host), vars_by_host
+
+
+def bundle_plan(hostvars, groups, platforms, node_group='nim_nodes', extra=()):
+    """{platform: [package, ...]}: every package the inventory's hosts install, for each platform, and
+    the extra ones."""
+    unknown = [p for p in platforms or () if p not in _bundle.PLATFORMS]
+    if unknown or not platforms:
+        raise AnsibleFilterError('bundle_plan: nimstack_bundle_platforms must list some of %s, got %r'
+                                 % (', '.join(sorted(_bundle.PLATFORMS)), platforms))
+    kinds, vars_by_host = _kinds(hostvars, groups, node_group)
+    plan = {}
+    for platform in platforms:
+        wanted = _bundle.wanted_packages(kinds, vars_by_host, dict((h, platform) for h in kinds))
+        plan[platform] = sorted(set(wanted.get(platform, {})) | set(str(name) for name in extra or ()))
+    return plan
+
+
+def bundle_problems(hostvars, groups, url, node_group='nim_nodes'):
+    """What keeps the bundle at url from serving this run's hosts (their facts read), each named."""
+    if not url:
+        return []
+    kinds, vars_by_host = _kinds(hostvars, groups, node_group)
+    platforms = {}
+    for host in kinds:
+        facts = hostvars[host].get('ansible_facts') or {}
+        platforms[host] = _bundle.platform_of(facts) if facts.get('distribution') else None
+    unknown = sorted(h for h, p in platforms.items() if p is None)
+    platforms = dict((h, p) for h, p in platforms.items() if p is not None)
+    try:
+        manifest = _bundle.read_manifest(_bundle.fetch(url.rstrip('/') + '/' + _bundle.MANIFEST))
+    except OSError as exc:
+        return ['nimstack_bundle_url: cannot read the bundle\'s manifest: %s' % exc]
+    problems = _bundle.manifest_problems(manifest, _bundle.wanted_packages(kinds, vars_by_host, platforms),
+                                         platforms, _bundle.served(url))
+    if unknown:
+        problems.append('the distribution of %s is not known yet (its facts were not gathered), so the bundle cannot '
+                        'be checked for it' % ', '.join(unknown))
+    return problems
+
+
+def bundle_env(url):
+    """The environment of a role's apt tasks: apt reads the bundle only (APT_CONFIG) in offline mode."""
+    return {'APT_CONFIG': _bundle.APT_CONFIG} if url else {}
+
+
+class FilterModule(object):
+    def filters(self):
+        return {'bundle_plan': bundle_plan, 'bundle_problems': bundle_problems, 'bundle_env': bundle_env}

@@ -1,0 +1,320 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, nimstack maintainers
+# SPDX-License-Identifier: Apache-2.0
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: nim_bundle
+short_description: Make or refresh the offline bundle's package repositories on a connected machine
+version_added: 0.9.0
+description:
+  - Writes, under O(dest), one flat apt repository per platform holding the named packages and every
+    dependency a host of the platform's base image lacks, signs each with the bundle's own key, and
+    writes C(manifest.json) listing every file with its source, version, size and sha256.
+  - The packages are resolved and downloaded by the platform's own apt, in a throwaway container of
+    O(platforms)' image (C(docker run --rm)), so that the dependencies are the platform's. The index
+    (C(Packages), C(Release)) is made by C(apt-ftparchive) in the same container; the signature by
+    C(gpg) on this machine, with a key kept in O(signing_dir), outside the bundle.
+  - A platform whose packages, image and key are those the manifest records, and whose files are
+    all there with their sizes, is left alone and fetches nothing. Otherwise apt downloads only
+    what the repository lacks (a file already there with the right hash is kept), and files no
+    longer needed are removed.
+  - Runs where the internet is, on the controller of the connected side (playbooks/bundle.yml calls it).
+author:
+  - nimstack maintainers (@nimstack)
+options:
+  dest:
+    description: The bundle's directory (made when missing).
+    type: path
+    required: true
+  signing_dir:
+    description:
+      - The GnuPG home of the bundle's signing key (made with a new ed25519 key when missing). Keep it
+        out of the bundle; the public key goes into the bundle as C(keys/bundle.asc).
+    type: path
+    required: true
+  platforms:
+    description: Each platform (C(debian-12), C(ubuntu-22.04), C(ubuntu-24.04)) and the container image of its base system.
+    type: dict
+    required: true
+  packages:
+    description: Each platform and the names of the packages its hosts install.
+    type: dict
+    required: true
+  docker:
+    description: The docker command.
+    type: str
+    default: docker
+attributes:
+  check_mode:
+    support: full
+    description: Says which platforms would be fetched again, and fetches nothing.
+  diff_mode:
+    support: none
+    description: The manifest lists what changed.
+  platform:
+    support: full
+    platforms: posix
+    description: Needs Docker and gpg on the machine it runs on.
+'''
+
+EXAMPLES = r'''
+- name: Make the bundle's repositories
+  nimstack.multinode.nim_bundle:
+    dest: /srv/nimstack-bundle
+    signing_dir: /root/.nimstack-bundle-key
+    platforms:
+      debian-12: debian:12
+    packages:
+      debian-12: [docker.io, ca-certificates, haproxy]
+'''
+
+RETURN = r'''
+fetched:
+  description: The platforms whose packages were downloaded in this run (empty when nothing changed).
+  returned: always
+  type: list
+  elements: str
+files:
+  description: The number of files of each platform's repository.
+  returned: always
+  type: dict
+bytes:
+  description: The size of each platform's repository's packages in bytes.
+  returned: always
+  type: dict
+manifest:
+  description: The path of manifest.json.
+  returned: always
+  type: str
+'''
+
+import datetime
+import hashlib
+import json
+import os
+import shutil
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.nimstack.multinode.plugins.module_utils import bundle
+
+# In the platform's container: resolve the packages as its apt would on a host of that base; list
+# what it would download (URI, file, size, hash) against an empty cache, so the list is whole
+# whatever the pool already holds; download into the pool, where apt keeps a file that is there with
+# its hash; drop what the list no longer names; index the pool with apt-ftparchive (installed in the
+# throwaway container only).
+SCRIPT = r'''
+set -eu
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >/dev/null
+mkdir -p /tmp/empty/partial /repo/pool/partial
+apt-get install -qq -y --no-install-recommends --print-uris -o Dir::Cache::archives=/tmp/empty/ "$@" \
+  | grep "^'" > /repo/.uris || true
+apt-get install -qq -y --no-install-recommends --download-only -o Dir::Cache::archives=/repo/pool/ "$@" >/dev/null
+rmdir /repo/pool/partial
+rm -f /repo/pool/lock
+for f in /repo/pool/*; do
+  grep -qF " ${f##*/} " /repo/.uris || rm -f "$f"
+done
+apt-get install -qq -y --no-install-recommends apt-utils >/dev/null
+cd /repo
+apt-ftparchive packages pool > Packages
+gzip -9nc Packages > Packages.gz
+apt-ftparchive -o APT::FTPArchive::Release::Origin=nimstack-bundle -o APT::FTPArchive::Release::Label=nimstack-bundle \
+  release . > Release
+'''
+
+
+def sha256(path):
+    digest = hashlib.sha256()
+    with open(path, 'rb') as handle:
+        for block in iter(lambda: handle.read(1 << 20), b''):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def parse_uris(text):
+    """{file name: {uri, size}} from apt-get --print-uris ('URI' file size hash)."""
+    found = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[0].startswith("'"):
+            found[parts[1]] = {'uri': parts[0].strip("'"), 'size': int(parts[2]) if parts[2].isdigit() else None}
+    return found
+
+
+def parse_packages(text):
+    """[{name, version, path}] of an apt Packages index."""
+    entries, current = [], {}
+    for line in text.splitlines() + ['']:
+        if not line.strip():
+            if current.get('Package'):
+                entries.append({'name': current['Package'], 'version': current.get('Version', ''),
+                                'path': current.get('Filename', '').lstrip('./')})
+            current = {}
+        elif not line.startswith((' ', '\t')) and ':' in line:
+            key, _sep, value = line.partition(':')
+            current[key] = value.strip()
+    return entries
+
+
+def fingerprint(image_id, names, key):
+    return hashlib.sha256(json.dumps([image_id, sorted(names), key]).encode('utf-8')).hexdigest()
+
+
+def intact(dest, record):
+    """Every file the platform's record lists is in the bundle with its size."""
+    for item in record.get('files') or []:
+        path = os.path.join(dest, item['path'])
+        if not os.path.isfile(path) or os.path.getsize(path) != item.get('size'):
+            return False
+    return bool(record.get('files'))
+
+
+class Maker(object):
+    def __init__(self, module):
+        self.module = module
+        self.p = module.params
+        self.dest = self.p['dest']
+        self.docker = module.get_bin_path(self.p['docker'], required=True)
+        self.gpg = module.get_bin_path('gpg', required=True)
+
+    def run(self, cmd, **kwargs):
+        rc, out, err = self.module.run_command(cmd, **kwargs)
+        if rc != 0:
+            self.module.fail_json(msg='%s failed (rc %d): %s' % (' '.join(cmd[:4]), rc, (err or out)[-2000:]))
+        return out
+
+    def gpg_cmd(self, *args):
+        return [self.gpg, '--batch', '--quiet', '--homedir', self.p['signing_dir']] + list(args)
+
+    def key(self):
+        """The signing key's fingerprint, made once."""
+        home = self.p['signing_dir']
+        if not os.path.isdir(home):
+            os.makedirs(home, 0o700)
+        os.chmod(home, 0o700)
+        _rc, out, _err = self.module.run_command(self.gpg_cmd('--with-colons', '--list-secret-keys'))
+        fprs = [line.split(':')[9] for line in out.splitlines() if line.startswith('fpr:')]
+        if not fprs:
+            if self.module.check_mode:
+                return ''
+            self.run(self.gpg_cmd('--passphrase', '', '--pinentry-mode', 'loopback', '--quick-gen-key',
+                                  'nimstack offline bundle', 'ed25519', 'sign', 'never'))
+            out = self.run(self.gpg_cmd('--with-colons', '--list-secret-keys'))
+            fprs = [line.split(':')[9] for line in out.splitlines() if line.startswith('fpr:')]
+        return fprs[0]
+
+    def image_id(self, image):
+        rc, out, err = self.module.run_command([self.docker, 'image', 'inspect', '--format', '{{.Id}}', image])
+        if rc != 0:
+            self.module.fail_json(msg='the image of a platform is not on this machine: %s (%s); pull or build it '
+                                      'first' % (image, err.strip()))
+        return out.strip()
+
+    def platform(self, name, image, names, key):
+        """Fetch one platform's repository; the files of its manifest record."""
+        repo = os.path.join(self.dest, bundle.apt_path(name))
+        os.makedirs(os.path.join(repo, 'pool'), exist_ok=True)
+        self.run([self.docker, 'run', '--rm', '-v', '%s:/repo' % repo, image, 'sh', '-c', SCRIPT, 'bundle']
+                 + sorted(names))
+        with open(os.path.join(repo, '.uris')) as handle:
+            uris = parse_uris(handle.read())
+        os.remove(os.path.join(repo, '.uris'))
+        with open(os.path.join(repo, 'Packages')) as handle:
+            entries = parse_packages(handle.read())
+        os.chmod(repo, 0o755)
+        signed = os.path.join(repo, 'InRelease')
+        if os.path.exists(signed):
+            os.remove(signed)
+        self.run(self.gpg_cmd('--local-user', key, '--clearsign', '--digest-algo', 'SHA256', '-o', signed,
+                              os.path.join(repo, 'Release')))
+        files = []
+        for entry in entries:
+            path = os.path.join(repo, entry['path'])
+            files.append({'path': bundle.apt_path(name) + '/' + entry['path'], 'name': entry['name'],
+                          'version': entry['version'], 'size': os.path.getsize(path), 'sha256': sha256(path),
+                          'source': uris.get(os.path.basename(entry['path']), {}).get('uri', '')})
+        for index in ('Packages', 'Packages.gz', 'Release', 'InRelease'):
+            path = os.path.join(repo, index)
+            files.append({'path': bundle.apt_path(name) + '/' + index, 'name': index, 'version': '',
+                          'size': os.path.getsize(path), 'sha256': sha256(path), 'source': 'made by the bundle'})
+        return files
+
+    def make(self):
+        manifest_path = os.path.join(self.dest, bundle.MANIFEST)
+        try:
+            with open(manifest_path) as handle:
+                manifest = json.load(handle)
+        except (OSError, IOError, ValueError):
+            manifest = {}
+        if manifest.get('version') != bundle.MANIFEST_VERSION:
+            manifest = {'version': bundle.MANIFEST_VERSION, 'platforms': {}}
+        unknown = sorted(set(self.p['packages']) - set(self.p['platforms']))
+        unknown += sorted(p for p in self.p['platforms'] if p not in bundle.PLATFORMS)
+        if unknown:
+            self.module.fail_json(msg='platforms without an image or that a bundle cannot hold: %s (a bundle holds %s)'
+                                      % (', '.join(unknown), ', '.join(sorted(bundle.PLATFORMS))))
+        if not self.module.check_mode:
+            os.makedirs(os.path.join(self.dest, 'keys'), exist_ok=True)
+        key = self.key()
+        fetched, files_count, sizes = [], {}, {}
+        for name in sorted(self.p['packages']):
+            names = sorted(set(str(n) for n in self.p['packages'][name]))
+            image = self.p['platforms'][name]
+            stamp = fingerprint(self.image_id(image), names, key)
+            old = manifest['platforms'].get(name) or {}
+            if old.get('fingerprint') == stamp and intact(self.dest, old):
+                record = old
+            else:
+                fetched.append(name)
+                if self.module.check_mode:
+                    continue
+                record = {'image': image, 'fingerprint': stamp, 'requested': dict((n, True) for n in names),
+                          'files': self.platform(name, image, names, key), 'key': key,
+                          'made': datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')}
+                manifest['platforms'][name] = record
+            files_count[name] = len(record.get('files') or [])
+            sizes[name] = sum(f.get('size') or 0 for f in record.get('files') or [] if f['path'].endswith('.deb'))
+        if not self.module.check_mode:
+            public = os.path.join(self.dest, 'keys', 'bundle.asc')
+            exported = self.run(self.gpg_cmd('--armor', '--export', key))
+            if not os.path.exists(public) or open(public).read() != exported:
+                with open(public + '.tmp', 'w') as handle:
+                    handle.write(exported)
+                os.replace(public + '.tmp', public)
+            for name in manifest['platforms']:
+                # Each repository carries the key its hosts verify it with.
+                copy = os.path.join(self.dest, bundle.apt_path(name), 'bundle.asc')
+                if not os.path.exists(copy) or open(copy).read() != exported:
+                    shutil.copyfile(public, copy + '.tmp')
+                    os.replace(copy + '.tmp', copy)
+            manifest['key'] = {'path': 'keys/bundle.asc', 'fingerprint': key, 'sha256': sha256(public)}
+            text = json.dumps(manifest, indent=1, sort_keys=True) + '\n'
+            if fetched or not os.path.exists(manifest_path) or open(manifest_path).read() != text:
+                with open(manifest_path + '.tmp', 'w') as handle:
+                    handle.write(text)
+                os.replace(manifest_path + '.tmp', manifest_path)
+        return {'changed': bool(fetched), 'fetched': fetched, 'files': files_count, 'bytes': sizes,
+                'manifest': manifest_path}
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            dest=dict(type='path', required=True),
+            signing_dir=dict(type='path', required=True),
+            platforms=dict(type='dict', required=True),
+            packages=dict(type='dict', required=True),
+            docker=dict(type='str', default='docker'),
+        ),
+        supports_check_mode=True,
+    )
+    module.exit_json(**Maker(module).make())
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,41 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, nimstack maintainers
+# SPDX-License-Identifier: Apache-2.0
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+from ansible_collections.nimstack.multinode.plugins.modules import nim_bundle
+
+
+def test_print_uris_gives_each_file_its_source_and_size():
+    text = ("'http://deb.debian.org/debian/pool/main/h/haproxy/haproxy_2.6.12-1%2bdeb12u1_amd64.deb' "
+            "haproxy_2.6.12-1+deb12u1_amd64.deb 2131112 SHA256:ab12\n"
+            "Reading package lists...\n")
+    assert nim_bundle.parse_uris(text) == {'haproxy_2.6.12-1+deb12u1_amd64.deb': {
+        'uri': 'http://deb.debian.org/debian/pool/main/h/haproxy/haproxy_2.6.12-1%2bdeb12u1_amd64.deb',
+        'size': 2131112}}
+
+
+def test_a_packages_index_gives_name_version_and_path():
+    text = ('Package: haproxy\nVersion: 2.6.12-1+deb12u1\nDepends: libc6,\n libssl3\nFilename: pool/haproxy.deb\n\n'
+            'Package: liblua5.3-0\nVersion: 5.3.6-2\nFilename: ./pool/liblua.deb\n')
+    assert nim_bundle.parse_packages(text) == [
+        {'name': 'haproxy', 'version': '2.6.12-1+deb12u1', 'path': 'pool/haproxy.deb'},
+        {'name': 'liblua5.3-0', 'version': '5.3.6-2', 'path': 'pool/liblua.deb'}]
+
+
+def test_the_fingerprint_changes_with_the_image_the_packages_or_the_key_only():
+    base = nim_bundle.fingerprint('sha256:1', ['b', 'a'], 'K')
+    assert base == nim_bundle.fingerprint('sha256:1', ['a', 'b'], 'K')
+    assert len({base, nim_bundle.fingerprint('sha256:2', ['a', 'b'], 'K'),
+                nim_bundle.fingerprint('sha256:1', ['a'], 'K'), nim_bundle.fingerprint('sha256:1', ['a', 'b'], 'L')}) == 4
+
+
+def test_a_record_is_intact_only_with_every_file_at_its_size(tmp_path):
+    (tmp_path / 'apt').mkdir()
+    (tmp_path / 'apt' / 'x.deb').write_bytes(b'abc')
+    record = {'files': [{'path': 'apt/x.deb', 'size': 3}]}
+    assert nim_bundle.intact(str(tmp_path), record)
+    assert not nim_bundle.intact(str(tmp_path), {'files': [{'path': 'apt/x.deb', 'size': 4}]})
+    assert not nim_bundle.intact(str(tmp_path), {'files': [{'path': 'apt/y.deb', 'size': 3}]})
+    assert not nim_bundle.intact(str(tmp_path), {'files': []})
