@@ -52,6 +52,9 @@ trap '[[ -n "${LAB_KEEP:-}" ]] || lab_down >/dev/null 2>&1 || true' EXIT
 
 step "fresh lab, model source and stand-in image archive"
 lab_fresh build/standin/nim-standin.tar
+if tests/lab/bundle.sh rule >/dev/null 2>&1; then
+  refused_before=$(tests/lab/bundle.sh cut-count)
+fi
 
 step "bad input fails before any host changes"
 expect_refused layout "nim_tensor_parallel=3" -e nim_tensor_parallel=3
@@ -201,6 +204,13 @@ done
 echo "   no container, key or file left on any host"
 PLAYBOOK=playbooks/teardown.yml play "$logs/teardown-2.log" || fail "second teardown"
 ((($(recap changed "$logs/teardown-2.log")) == 0)) || fail "a second teardown changed something"
+
+# On a lab cut off from the internet (tests/lab/bundle.sh), nothing of the whole test reached out.
+if [[ -n "${refused_before:-}" ]]; then
+  refused_now=$(tests/lab/bundle.sh cut-count)
+  ((refused_now == refused_before)) || fail "the cut refused $((refused_now - refused_before)) packets for outside the lab"
+  echo "   the lab is cut off from the internet: the cut refused 0 packets during the test"
+fi
 
 trap - EXIT
 if [[ -z "${LAB_KEEP:-}" ]]; then

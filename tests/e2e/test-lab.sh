@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# End-to-end test of the lab and host preparation, over real SSH:
-#   1. a fresh 3-host lab comes up (timed) and every host answers ansible.builtin.ping; its last
-#      host is made brownfield: it runs Docker's docker-ce (a stand-in package with docker-ce's
-#      relations, tests/lab/brownfield.yml) and a container of the site;
+# End-to-end test of the lab and host preparation, over real SSH, on an air-gapped lab:
+#   1. a fresh 3-host lab comes up (timed) cut off from everything outside the lab network, with
+#      the lab's offline bundle served on it (NIMSTACK_LAB_OFFLINE, docs/offline.md): a host's
+#      apt-get update against Debian's archive fails; every host answers ansible.builtin.ping; its
+#      last host is made brownfield: it runs Docker's docker-ce (a stand-in package with docker-ce's
+#      relations, tests/lab/brownfield.yml) and a container of the site; a run whose bundle lacks a
+#      file is refused before any host changes, naming the file;
 #   2. on the fresh and brownfield hosts, `site.yml --check --diff` finishes (rc=0), reports every
 #      host, and changes nothing: package lists, file checksums (/etc, /usr/local, /opt), container
 #      IDs and states, and the engine's start time are the same before and after;
@@ -10,7 +13,8 @@
 #      (none has a GPU) and leave no package or file; the brownfield host keeps docker-ce and its
 #      container (same ID, running); the deployment key's files are the secrets group's and no log
 #      holds a line of them;
-#   4. the lab goes down and leaves no container, volume, network or file behind.
+#   4. no packet left a host for outside the lab network from the dry run on (the cut counts them);
+#   5. the lab goes down and leaves no container, volume, network or file behind.
 # That a second preparation changes nothing is proven by the Docker path test on the lab this one
 # hands on (its second site.yml run, preparation included, must change nothing), the dry run of
 # the converged site there too, and that -vvv shows no key by the security test's site.yml -vvv:
@@ -21,6 +25,7 @@
 #   LAB_KEEP=1 tests/e2e/test-lab.sh                 leave the prepared lab running (`make test`
 #                                                  hands it on to the Docker path tests)
 #   NIMSTACK_LAB_PREFIX, NIMSTACK_LAB_SUBNET, NIMSTACK_LAB_DIR   a lab of its own (tests/lab/lab.sh)
+#   NIMSTACK_LAB_OFFLINE=   a lab with its way out (default 1: cut off)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
@@ -29,6 +34,7 @@ hosts=${LAB_HOSTS:-3}
 skip_tags=${LAB_SKIP_TAGS:-}
 prefix=${NIMSTACK_LAB_PREFIX:-nimstack-lab}
 export NIMSTACK_LAB_DIR=${NIMSTACK_LAB_DIR:-$repo/build/lab}
+export NIMSTACK_LAB_OFFLINE=${NIMSTACK_LAB_OFFLINE-1}
 inventory=$NIMSTACK_LAB_DIR/inventory.yml
 logs=build/lab-test${NIMSTACK_LAB_PREFIX:+-$NIMSTACK_LAB_PREFIX}
 export ANSIBLE_CONFIG=$repo/ansible.cfg ANSIBLE_NOCOLOR=1 NO_COLOR=1
@@ -86,6 +92,18 @@ pongs=$(grep -c '"ping": "pong"\|ping: pong' "$logs/ping.log" || true)
 ((pongs == hosts)) || { cat "$logs/ping.log"; fail "$pongs of $hosts hosts answered ping"; }
 echo "   $pongs of $hosts hosts answered"
 
+
+if [[ -n "$NIMSTACK_LAB_OFFLINE" ]]; then
+  step "cut off: only the lab network; the bundle at $(tests/lab/bundle.sh url)"
+  tests/lab/bundle.sh rule | sed -n '/chain forward/,/}/p' | sed 's/^/   /'
+  rc=0
+  docker exec "$prefix-1" timeout 120 apt-get update >"$logs/apt-update-cut.log" 2>&1 || rc=$?
+  grep -q "Failed to fetch\|Could not connect\|Unable to connect\|Connection refused" "$logs/apt-update-cut.log" \
+    || { cat "$logs/apt-update-cut.log"; fail "apt-get update on a cut-off host did not fail to reach Debian's archive"; }
+  echo "   $prefix-1: apt-get update rc=$rc: $(grep -m1 -o "Failed to fetch [^ ]*\|Could not connect to [^ ]*" \
+    "$logs/apt-update-cut.log" || true)"
+fi
+
 brown=$prefix-$hosts
 step "brownfield: $brown runs docker-ce and a container of the site"
 start=$SECONDS
@@ -128,6 +146,27 @@ dry_run() {
     || fail "$log does not report the adopted docker-ce of $brown"
   echo "   $(wc -l <"$logs/snapshot-$name-before.txt") lines of packages, checksums, containers and engine start times: unchanged"
 }
+
+if [[ -n "$NIMSTACK_LAB_OFFLINE" ]]; then
+  step "a bundle that lacks a file: refused before any host changes, naming it"
+  bundle=$(tests/lab/bundle.sh make)
+  partial=$NIMSTACK_LAB_DIR/bundle-partial
+  rm -rf "$partial"
+  cp -al "$bundle" "$partial" 2>/dev/null || { rm -rf "$partial"; cp -a "$bundle" "$partial"; }
+  debs=("$partial"/apt/debian-12/pool/docker.io_*.deb)
+  gone=${debs[0]##*/}
+  rm "$partial/apt/debian-12/pool/$gone"
+  if PLAYBOOK=playbooks/site.yml playbook "$logs/bundle-partial.log" -e "nimstack_bundle_url=file://$partial"; then
+    fail "a run with $gone missing from the bundle passed (see $logs/bundle-partial.log)"
+  fi
+  tr -s ' \n' '  ' <"$logs/bundle-partial.log" | grep -q "lists apt/debian-12/pool/$gone (docker.io) but does not serve it" \
+    || fail "$logs/bundle-partial.log does not name apt/debian-12/pool/$gone"
+  changed=$(recap changed "$logs/bundle-partial.log")
+  [[ $changed == 0 ]] || fail "the refused run changed $changed"
+  rm -rf "$partial"
+  echo "   without $gone: refused, naming it; changed=0"
+  refused_before=$(tests/lab/bundle.sh cut-count)
+fi
 
 step "--check --diff on the fresh lab with a brownfield host"
 dry_run fresh
@@ -172,6 +211,15 @@ secret_lines=$(docker exec "$prefix-1" sh -c "grep -hv -- '-----' $mesh/private.
 leaks=$(cat "$logs"/check-*.log "$logs"/prepare-*.log | grep -cFf <(printf '%s\n' "$secret_lines") || true)
 ((leaks == 0)) || fail "$leaks log lines contain private key material"
 echo "   key files 0400/0600 owned by uid 1000 on $hosts hosts; $(wc -l <<<"$secret_lines") key lines found in no log"
+
+if [[ -n "$NIMSTACK_LAB_OFFLINE" ]]; then
+  step "nothing reached outside the lab network from the dry run on"
+  refused_now=$(tests/lab/bundle.sh cut-count)
+  ((refused_now == refused_before)) \
+    || fail "the cut refused $((refused_now - refused_before)) packets for outside the lab since the dry run began"
+  echo "   the cut refused 0 packets since the dry run began ($refused_before before it, by the apt-get update above):" \
+    "the dry run and the preparation took everything from the bundle and the lab"
+fi
 
 step "down leaves nothing behind"
 if [[ -n "${LAB_KEEP:-}" ]]; then

@@ -6,6 +6,11 @@
 #   tests/lab/lab.sh inventory rewrite build/lab/inventory.yml from the running hosts
 #   tests/lab/lab.sh status    list the lab's containers
 #
+# With NIMSTACK_LAB_OFFLINE=1 the hosts are cut off from everything outside the lab network before
+# they come up (tests/lab/bundle.sh cut), and the lab's offline bundle is made (cached) and served on the
+# lab network (.4), its URL in the inventory as nimstack_bundle_url: every run on the lab is then a
+# run of an air-gapped site (docs/offline.md).
+#
 # Layout of the lab network (NIMSTACK_LAB_SUBNET, a private /24 used only by these containers):
 #   .1           the Docker bridge (this machine)
 #   .2 - .9      reserved for lab services (e.g. a model download source), not used here
@@ -25,6 +30,7 @@ source "$here/lab-network.sh"
 shared_path=${NIMSTACK_LAB_SHARED_PATH:-/mnt/nimstack/model-cache}
 state=${NIMSTACK_LAB_DIR:-$repo/build/lab}
 boot_timeout=${NIMSTACK_LAB_BOOT_TIMEOUT:-60}
+offline=${NIMSTACK_LAB_OFFLINE:-}
 max_hosts=200
 
 die() { echo "lab.sh: $*" >&2; exit 1; }
@@ -126,6 +132,10 @@ write_inventory() {
     echo "        nimstack_lab_subnet: $subnet"
     echo "        nimstack_lab_shared_path: $shared_path"
     echo "        nimstack_lab_shared_dir: $state/shared"
+    if [[ -n "$offline" ]]; then
+      echo "  vars:"
+      echo "    nimstack_bundle_url: $("$here/bundle.sh" url)"
+    fi
   } >"$tmp"
   mv "$tmp" "$state/inventory.yml"
   echo "$state/inventory.yml"
@@ -147,6 +157,11 @@ cmd_up() {
       docker volume rm "$(host_name "$i")-docker" >/dev/null 2>&1 || true
     fi
   done
+  if [[ -n "$offline" ]]; then
+    "$here/bundle.sh" cut
+    "$here/bundle.sh" make >/dev/null
+    "$here/bundle.sh" up >/dev/null
+  fi
   for ((i = 1; i <= count; i++)); do ensure_host "$i" "$image"; done
   for ((i = 1; i <= count; i++)); do ensure_ssh "$i"; done
   write_inventory $(seq 1 "$count")
@@ -169,6 +184,8 @@ cmd_down() {
     # The model source sits on the lab's network, which cannot be removed while it is attached.
     "$here/model-source.sh" down >/dev/null
     "$here/registry.sh" down >/dev/null
+    "$here/bundle.sh" down >/dev/null
+    "$here/bundle.sh" uncut
     # Volumes are found by name as well, so a half-finished 'up' leaves none behind.
     docker volume ls -q --filter "name=^$prefix-[0-9]+-docker$" | xargs -r docker volume rm >/dev/null
     if docker network inspect "$network" >/dev/null 2>&1; then

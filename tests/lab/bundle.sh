@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# The lab's offline bundle (docs/offline.md), and the cut that keeps lab hosts off the internet.
+#
+#   tests/lab/bundle.sh make          make (or refresh) the lab's bundle with playbooks/bundle.yml; prints its directory
+#   tests/lab/bundle.sh up            serve it on the lab network at .4:8080; prints its URL
+#   tests/lab/bundle.sh down          remove the server container
+#   tests/lab/bundle.sh url           print the URL
+#   tests/lab/bundle.sh cut           let the lab's hosts reach only the lab network (below)
+#   tests/lab/bundle.sh uncut         remove the cut
+#   tests/lab/bundle.sh rule          print the cut's nftables table
+#   tests/lab/bundle.sh cut-count     print how many packets the cut refused
+#
+# The bundle is made for tests/lab/bundle-inventory.yml (a Docker node, the front door and the
+# monitoring host, with the lab's variables) and the lab's host image as its Debian 12 platform, into
+# NIMSTACK_BUNDLE_CACHE (/var/cache/nimstack/bundle): like the lab's images, made once and made again
+# only when the packages, the host image or the key change (its manifest says which). Selects the
+# lab as lab.sh does (NIMSTACK_LAB_PREFIX, NIMSTACK_LAB_SUBNET).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+# shellcheck source=tests/lab/lab-network.sh
+source "$here/lab-network.sh"
+cache=${NIMSTACK_BUNDLE_CACHE:-/var/cache/nimstack/bundle}
+dir=$cache/lab
+name=$prefix-bundle
+addr=$net_base.4
+port=8080
+url=http://$addr:$port
+timeout=${NIMSTACK_BUNDLE_TIMEOUT:-30}
+
+die() { echo "bundle.sh: $*" >&2; exit 1; }
+
+# The playbook's output goes to $cache/lab.log; its last words (what the bundle holds, what was
+# fetched) to stderr.
+cmd_make() {
+  local image rc=0
+  image=$("$here/build-image.sh")
+  mkdir -p "$cache"
+  # One make at a time: the lab tests' streams start labs at once.
+  exec 9>"$cache/.lock"
+  flock 9
+  ANSIBLE_FORCE_COLOR=0 ANSIBLE_NOCOLOR=1 ansible-playbook -i "$here/bundle-inventory.yml" -i "$repo/inventories/lab" \
+    -i "$repo/inventories/lab-docker" "$repo/playbooks/bundle.yml" \
+    -e "$(printf '{"nimstack_bundle_dir": "%s", "nimstack_bundle_signing_dir": "%s", "nimstack_bundle_platforms": ["debian-12"], "nimstack_bundle_platform_images": {"debian-12": "%s"}}' \
+      "$dir" "$cache/lab.signing" "$image")" >"$cache/lab.log" 2>&1 || rc=$?
+  if ((rc)); then
+    tail -n 30 "$cache/lab.log" >&2
+    die "make: playbooks/bundle.yml failed (rc $rc, $cache/lab.log)"
+  fi
+  echo "bundle.sh: $(tr -s ' \n' '  ' <"$cache/lab.log" | grep -o "bundle $dir: .*manifest.json" || true)" >&2
+  echo "$dir"
+}
+
+cmd_up() {
+  local image recipe deadline
+  [[ -s "$dir/manifest.json" ]] || die "no bundle in $dir; use 'bundle.sh make'"
+  image=$("$here/build-image.sh")
+  recipe=$(echo "$image $network $addr $dir" | sha256sum | cut -c1-12)
+  ensure_network
+  if ! service_current "$name" "$recipe"; then
+    docker run -d --name "$name" --hostname "$name" --restart unless-stopped \
+      --label "nimstack.lab.service=bundle" --label "nimstack.lab.recipe=$recipe" \
+      --network "$network" --ip "$addr" -v "$dir:/srv/bundle:ro" \
+      "$image" python3 -m http.server --directory /srv/bundle --bind 0.0.0.0 "$port" >/dev/null
+  fi
+  deadline=$((SECONDS + timeout))
+  until docker exec "$name" python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$port/manifest.json', timeout=3)" \
+      >/dev/null 2>&1; do
+    ((SECONDS < deadline)) || die "$name did not answer within ${timeout}s (docker logs $name)"
+    sleep 0.3
+  done
+  echo "$url"
+}
+
+# The lab's way out: only the lab network. An nftables table of this machine's, one per lab,
+# refuses (a reject, not a drop, so a tool that tries says so at once instead of hanging) and
+# counts every packet that comes in from the lab's bridge for anything outside the lab network,
+# whether it is forwarded (the internet, other networks) or meant for this machine (its other
+# addresses), and logs it to the kernel log (dmesg: the source and destination). It holds whatever the hosts do, a restart of a host included; `lab.sh down` removes it.
+table=nimstack_cut_${prefix//[^a-zA-Z0-9]/_}
+
+bridge() {
+  local id
+  id=$(docker network inspect -f '{{.Id}}' "$network" 2>/dev/null) || die "no lab network $network"
+  echo "br-${id:0:12}"
+}
+
+cmd_cut() {
+  local br
+  br=$(bridge)
+  nft -f - <<NFT
+table inet $table
+delete table inet $table
+table inet $table {
+  chain forward {
+    type filter hook forward priority -10; policy accept;
+    iifname "$br" ip daddr != $subnet counter log prefix "$table: " level info reject
+  }
+  chain input {
+    type filter hook input priority -10; policy accept;
+    iifname "$br" ip daddr != $subnet counter log prefix "$table: " level info reject
+  }
+}
+NFT
+}
+
+cmd_uncut() {
+  nft delete table inet "$table" 2>/dev/null || true
+}
+
+cmd_rule() {
+  nft list table inet "$table"
+}
+
+# Packets refused so far.
+cmd_cut_count() {
+  nft list table inet "$table" | awk '/counter packets/ {for (i = 1; i <= NF; i++) if ($i == "packets") n += $(i + 1)} END {print n + 0}'
+}
+
+case "${1:-}" in
+  make) cmd_make ;;
+  up) cmd_up ;;
+  down) docker rm -f "$name" >/dev/null 2>&1 || true ;;
+  url) echo "$url" ;;
+  cut) cmd_cut ;;
+  uncut) cmd_uncut ;;
+  rule) cmd_rule ;;
+  cut-count) cmd_cut_count ;;
+  *) die "usage: bundle.sh make | up | down | url | cut | uncut | rule | cut-count" ;;
+esac
