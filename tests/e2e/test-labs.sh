@@ -45,11 +45,17 @@ stream_b=(security-test molecule-others k8s)
 stream_c=(k8s-live-lws-test molecule-nvidia bad-inputs)
 stream_d=(monitoring-lab-test k8s-live-operator-test)
 
+# Every lab of the streams is an air-gapped site: its hosts reach nothing outside the lab network
+# and take their packages from the lab's offline bundle (tests/lab/bundle.sh, docs/offline.md).
+export NIMSTACK_LAB_OFFLINE=${NIMSTACK_LAB_OFFLINE-1}
+
 # What the streams need is made once, before they start: the Docker engine, the lab's host
-# image and the stand-in image with its archive (two builds of one archive would race).
+# image, the stand-in image with its archive (two builds of one archive would race) and the lab's
+# offline bundle.
 tests/lab/ensure-docker.sh
 tests/lab/build-image.sh >/dev/null
 tests/lab/build-standin.sh --archive build/standin/nim-standin.tar >/dev/null
+[[ -z "$NIMSTACK_LAB_OFFLINE" ]] || tests/lab/bundle.sh make >/dev/null
 
 mkdir -p build/test-labs
 hz=$(getconf CLK_TCK)
