@@ -159,7 +159,8 @@ with open(src) as handle:
     inv = yaml.safe_load(handle)
 nodes = inv['all']['children']['nim_nodes']
 host = nodes['hosts'].pop(watcher)
-inv['all']['vars'] = nodes.pop('vars')
+# The lab's own inventory-wide vars (nimstack_bundle_url on a cut-off lab) stay.
+inv['all'].setdefault('vars', {}).update(nodes.pop('vars'))
 inv['all']['children']['nim_monitoring'] = {'hosts': {watcher: host}}
 inv['all']['children']['nim_frontend'] = {'hosts': {watcher: None}}
 with open(dest, 'w') as handle:
