@@ -33,6 +33,8 @@ try:
 except ImportError:  # pragma: no cover - Python 2
     from urllib import quote  # pylint: disable=no-name-in-module
 
+from ansible_collections.nimstack.multinode.plugins.module_utils.values import truthy
+
 try:
     import yaml
 except ImportError:  # pragma: no cover - ansible-core depends on PyYAML
@@ -104,12 +106,6 @@ def role_vars(role, platform, root=ROOT):
     return found
 
 
-def _bool(value):
-    if isinstance(value, bool):
-        return value
-    return str(value).strip().lower() in ('1', 'true', 'yes', 'on', 'y', 't')
-
-
 def _list(value):
     if value is None:
         return []
@@ -137,7 +133,7 @@ class _Host(object):
     def on(self, role):
         """The role's kill switch, <role>_enabled (on where neither the inventory nor the role sets it)."""
         value = self.get(role, '%s_enabled' % role)
-        return True if value is None else _bool(value)
+        return True if value is None else truthy(value)
 
 
 def _docker(host):
@@ -161,12 +157,12 @@ def _nim_docker(host):
 
 
 def _firewall(host):
-    on = _bool(host.hvars.get('nim_firewall_enabled', host.hvars.get('nim_group_firewall', True)))
+    on = truthy(host.hvars.get('nim_firewall_enabled', host.hvars.get('nim_group_firewall', True)))
     return _list(host.var('nim_firewall', '_nim_firewall_packages')) if on else []
 
 
 def _nfs_client(host):
-    if not (host.on('nfs') and _bool(host.get('nfs', 'nfs_mount_enabled'))):
+    if not (host.on('nfs') and truthy(host.get('nfs', 'nfs_mount_enabled'))):
         return []
     return _list(host.var('nfs', '_nfs_client_packages'))
 
@@ -183,13 +179,13 @@ def _rdma(host):
 
 
 def _exporters(host):
-    if not _bool(host.get('monitoring', 'monitoring_manage_packages')):
+    if not truthy(host.get('monitoring', 'monitoring_manage_packages')):
         return []
     return _list(host.var('monitoring', '_monitoring_node_exporter_package'))
 
 
 def _monitoring(host):
-    if not _bool(host.get('monitoring', 'monitoring_manage_packages')):
+    if not truthy(host.get('monitoring', 'monitoring_manage_packages')):
         return []
     if str(host.get('monitoring', 'monitoring_mode')) != 'server':
         return []
