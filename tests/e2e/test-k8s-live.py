@@ -161,6 +161,12 @@ def inventory(path, contract, groups, **extra):
     return path
 
 
+# The runs after a stage's first deploy and its re-run change groups only: they leave LWS and the
+# NIM Operator as those two runs installed and proved converged (on a cluster of one's own, every
+# run does so). Each of them is spared the components' applies and waits, about 15 s of a 40 s run.
+INSTALLED = {'nim_k8s_install_components': False}
+
+
 class Play:
     """One ansible-playbook run of deploy_kubernetes.yml, its output kept under build/k8s-live."""
     count = 0
@@ -178,7 +184,7 @@ class Play:
             'lws_kubeconfig': KUBECONFIG, 'nim_operator_kubeconfig': KUBECONFIG,
         }
         if OWN:
-            extra_vars['nim_k8s_install_components'] = False  # LWS as the cluster has it
+            extra_vars.update(INSTALLED)  # LWS as the cluster has it
         extra_vars.update(extra or {})
         env = dict(os.environ, NGC_API_KEY=KEY, ANSIBLE_FORCE_COLOR='0', **TOOL_ENV)
         cmd = ['ansible-playbook', '-i', inv, PLAYBOOK, '-e', json.dumps(extra_vars)] + list(args)
@@ -197,12 +203,6 @@ class Play:
                           % (name, self.rc, 'success' if expect_rc == 0 else 'failure', self.log, tail))
         say('   %s: rc=%d changed=%d in %.1f s (%s)'
             % (name, self.rc, self.changed, self.seconds, os.path.relpath(self.log, REPO)))
-
-
-# The runs after a stage's first deploy and its re-run change groups only: they leave LWS and the
-# NIM Operator as those two runs installed and proved converged (on a cluster of one's own, every
-# run does so). Each of them is spared the components' applies and waits, about 15 s of a 40 s run.
-INSTALLED = {'nim_k8s_install_components': False}
 
 
 # Objects of someone else's in the test's namespace, which no teardown of ours may touch.
@@ -1141,8 +1141,8 @@ def stage_operator(tmp):
         say('== %s: two groups, NIMCache then NIMService' % label)
         inv = inventory(os.path.join(tmp, '%s.yml' % label), contract, {g: 2 for g in groups})
         # The first contract's deploy installs the components and its re-run proves them converged.
-        first = not plays
-        play = Play('%s-deploy' % label, inv, extra if first else dict(extra, **INSTALLED))
+        runs_extra = extra if not plays else dict(extra, **INSTALLED)
+        play = Play('%s-deploy' % label, inv, runs_extra)
         plays.append(play)
         SUMMARY['seconds_to_ready'][label] = play.seconds
         check_operator_groups(label, contract, groups)
@@ -1151,7 +1151,7 @@ def stage_operator(tmp):
         fidelity(contract, groups, docker_plan(contract, groups, {}))
 
         before = operator_uids(groups)
-        play = Play('%s-rerun' % label, inv, extra if first else dict(extra, **INSTALLED))
+        play = Play('%s-rerun' % label, inv, runs_extra)
         plays.append(play)
         SUMMARY['changed']['%s_rerun' % label] = play.changed
         check(play.changed == 0, '%s: the re-run changed %d (%s)' % (label, play.changed, play.log))

@@ -54,6 +54,7 @@ group=mon
 # while the alert fires within about 7 s of it (1 s scrapes and evaluations, the supervisor's 2 s
 # looks, a 2 s `for:`), so the test does not race the heal for the alert.
 load_s=${MONITORING_LOAD_S:-15}
+scrape_interval=1s not_serving_for=2s
 g_leader=$prefix-1 g_worker=$prefix-2 mon_host=$prefix-3
 now() { date +%s.%N; }
 since() { python3 -c 'import sys; print("%.1f" % (float(sys.argv[2]) - float(sys.argv[1])))' "$1" "$(now)"; }
@@ -75,12 +76,12 @@ lab_watch_host "$mon_host" monitoring-hosts.yml
   echo "  children:"
   echo "    nim_monitoring:"
   echo "      vars:"
-  echo "        monitoring_scrape_interval: 1s"
-  echo "        monitoring_evaluation_interval: 1s"
+  echo "        monitoring_scrape_interval: $scrape_interval"
+  echo "        monitoring_evaluation_interval: $scrape_interval"
   echo "        monitoring_alertmanager_group_wait: 1s"
   echo "        monitoring_alertmanager_group_interval: 5s"
   echo "        monitoring_alert_thresholds:"
-  echo "          not_serving_for: 2s"
+  echo "          not_serving_for: $not_serving_for"
 } >"$NIMSTACK_LAB_DIR/monitoring.yml"
 play_args+=(-i "$NIMSTACK_LAB_DIR/monitoring.yml")
 
@@ -259,8 +260,8 @@ grep -q "restarting the whole group" "$logs/journal-$group.log" || fail "the sup
 grep -q "$g_worker: hold by run $run_id of controller .* expired at .*, ignored" "$logs/journal-$group.log" \
   || fail "the supervisor's journal does not say it ignored the interrupted run's hold"
 on "$g_worker" test -f "$hold" || fail "the interrupted run's hold went before the heal: the heal proves nothing about it"
-printf '{"test": "monitoring_alert", "alert": "NIMGroupNotServing", "for": "2s", "scrape_interval": "1s", "kill_to_pending_s": %s, "kill_to_firing_s": %s, "kill_to_received_s": %s, "kill_to_serving_s": %s, "kill_to_resolved_s": %s, "kill_to_am_resolved_s": %s}\n' \
-  "$pending" "$firing" "$received" "${served:-null}" "$resolved" "$am_resolved"
+printf '{"test": "monitoring_alert", "alert": "NIMGroupNotServing", "for": "%s", "scrape_interval": "%s", "kill_to_pending_s": %s, "kill_to_firing_s": %s, "kill_to_received_s": %s, "kill_to_serving_s": %s, "kill_to_resolved_s": %s, "kill_to_am_resolved_s": %s}\n' \
+  "$not_serving_for" "$scrape_interval" "$pending" "$firing" "$received" "${served:-null}" "$resolved" "$am_resolved"
 
 step "a hang without an exit: the serving check re-forms the group within nim_group_serving_timeout ($serving_timeout s)"
 state_file=/etc/nimstack/nim/$group/supervisor-state.json
