@@ -75,6 +75,18 @@ def bundle_env(url):
     return {'APT_CONFIG': _bundle.APT_CONFIG} if url else {}
 
 
+def packages_missing(wanted, installed):
+    """The names of wanted that dpkg does not list as installed; all of them when installed is unknown
+    (None: not read, or not a Debian-family host). A name with a version, an architecture or a pattern
+    (=, :, *, ?, <, >, [) is never taken as installed: apt decides."""
+    names = [wanted] if isinstance(wanted, str) else list(wanted or [])
+    if installed is None:
+        return names
+    have = set(installed)
+    return [name for name in names if any(c in name for c in '=:*?<>[') or name not in have]
+
+
 class FilterModule(object):
     def filters(self):
-        return {'bundle_plan': bundle_plan, 'bundle_problems': bundle_problems, 'bundle_env': bundle_env}
+        return {'bundle_plan': bundle_plan, 'bundle_problems': bundle_problems, 'bundle_env': bundle_env,
+                'packages_missing': packages_missing}

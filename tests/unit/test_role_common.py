@@ -45,7 +45,7 @@ def test_kubernetes_components_install_through_common(role):
 def test_common_is_documented_as_internal():
     with open(os.path.join(REPO, 'roles', 'common', 'meta', 'argument_specs.yml')) as handle:
         specs = yaml.safe_load(handle)['argument_specs']
-    assert sorted(specs) == ['bundle_apt', 'k8s_component', 'os_vars', 'problems', 'supervisor_hold']
+    assert sorted(specs) == ['bundle_apt', 'k8s_component', 'os_vars', 'packages', 'problems', 'supervisor_hold']
     for name, spec in specs.items():
         assert spec['short_description'].startswith('Internal.'), name
         tasks = os.path.join(REPO, 'roles', 'common', 'tasks', name + '.yml')
