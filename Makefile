@@ -154,6 +154,7 @@ docs-check: deps
 	tmp=$$(mktemp); trap 'rm -f "$$tmp"' EXIT; \
 	$(PY) scripts/docs-reference.py -o "$$tmp"; \
 	diff -u docs/variables.md "$$tmp" || { echo "docs/variables.md is stale: run scripts/docs-reference.py -o docs/variables.md" >&2; exit 1; }
+	$(PY) scripts/settings-table.py | diff -u plugins/module_utils/settings.py - || { echo "plugins/module_utils/settings.py is stale: run scripts/settings-table.py --write" >&2; exit 1; }
 	for role in roles/*/; do \
 	  ansible-doc -t role "nimstack.multinode.$$(basename "$$role")" >/dev/null || exit 1; \
 	done

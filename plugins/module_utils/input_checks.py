@@ -23,7 +23,7 @@ import math
 import posixpath
 import re
 
-from ansible_collections.nimstack.multinode.plugins.module_utils import driver_plan, nim_alerts, toolkit_plan, values
+from ansible_collections.nimstack.multinode.plugins.module_utils import driver_plan, nim_alerts, settings, toolkit_plan, values
 from ansible_collections.nimstack.multinode.plugins.module_utils.k8s_preflight import (
     INT_OR_PERCENT_RE, LABEL_KEY_RE, LABEL_VALUE_RE, OWN_LABEL_PREFIXES, PRIORITY_CLASS_RE, QUEUE_NAME_RE)
 
@@ -625,6 +625,11 @@ def _choice(choices):
     return Rule(check, accepts_choice(choices), kind='str', choices=choices)
 
 
+# A rule of RULES that accepts the values its setting's declaration lists (its choices in the
+# roles' argument specs, read from module_utils/settings.py): the choices are written once.
+CHOICE = object()
+
+
 def _string_list():
     def item_problem(item):
         if not isinstance(item, (str, int)) or isinstance(item, bool) or _CONTROL.search(str(item)):
@@ -835,8 +840,8 @@ RULES = {
     'ansible_host': _host_address(),
     'ansible_port': _port(),
     # The deployment groups (group vars of nim_nodes; the planner checks what they mean together)
-    'nim_deployment_mode': _choice(('docker', 'kubernetes')),
-    'nim_launch_contract': _choice(('mpi', 'ray', 'leader_address', 'auto')),
+    'nim_deployment_mode': CHOICE,
+    'nim_launch_contract': CHOICE,
     'nim_image': _image(),
     'nim_image_tag': _image_tag(),
     # A model name, or a mapping describing its shape (nim_models checks the keys).
@@ -899,7 +904,7 @@ RULES = {
     'nim_frontend_retries': _int_check(0, 10),
     'nim_frontend_timeout_s': _int_check(1, _DAY),
     'nim_frontend_config_dir': _path('owned'),
-    'nim_frontend_state': _choice(('present', 'absent')),
+    'nim_frontend_state': CHOICE,
     'nim_frontend_manage_packages': _bool(),
     'nim_frontend_metrics_port': _port(not_sshd=True),
     'nim_frontend_metrics_allowed_cidrs': _sources(True, False, ACCEPT_CIDRS),
@@ -912,11 +917,11 @@ RULES = {
     'nim_frontend_program_dir': _path('owned'),
     'nim_frontend_stall_s': _int_check(0, 3600),
     # docker
-    'docker_install_source': _choice(('auto', 'docker', 'distribution')),
+    'docker_install_source': CHOICE,
     # What a role does with a component the collection did not install (plugins/module_utils/host_components.py)
-    'docker_engine_policy': _choice(('adopt', 'manage', 'refuse')),
-    'nvidia_driver_policy': _choice(('adopt', 'manage', 'refuse')),
-    'nvidia_container_toolkit_policy': _choice(('adopt', 'manage', 'refuse')),
+    'docker_engine_policy': CHOICE,
+    'nvidia_driver_policy': CHOICE,
+    'nvidia_container_toolkit_policy': CHOICE,
     'docker_repo_url': _https(False),
     'docker_repo_gpg_key_url': _https(),
     'docker_data_root': _path('owned', empty_ok=True),
@@ -953,7 +958,7 @@ RULES = {
     'nvidia_driver_imex_nodes': _string_list(),
     'nvidia_driver_enabled': _bool(),
     'nvidia_driver_version': _pattern(driver_plan.VERSION_RE, ACCEPT_DRIVER_VERSION, empty_ok=True, problem=P_BAD_RELEASE),
-    'nvidia_driver_kernel_modules': _choice(('open', 'proprietary')),
+    'nvidia_driver_kernel_modules': CHOICE,
     'nvidia_driver_hold': _bool(),
     'nvidia_driver_epel_enabled': _bool(),
     'nvidia_driver_crb_enabled': _bool(),
@@ -962,7 +967,7 @@ RULES = {
     'nvidia_driver_fabric_manager_enabled': _bool(),
     'nvidia_driver_imex_enabled': _bool(),
     'nvidia_driver_persistenced_enabled': _bool(),
-    'nvidia_driver_secure_boot': _choice(('fail', 'signed')),
+    'nvidia_driver_secure_boot': CHOICE,
     'nvidia_driver_reboot_allowed': _bool(),
     'nvidia_driver_reboot_group_var': _pattern(VARIABLE_NAME_RE, ACCEPT_VARIABLE_NAME),
     'nvidia_driver_max_unavailable_groups': _int_check(1, 1000),
@@ -971,7 +976,7 @@ RULES = {
     'nvidia_container_toolkit_enabled': _bool(),
     'nvidia_container_toolkit_version': _pattern(toolkit_plan.VERSION_RE, ACCEPT_PACKAGE_VERSION, empty_ok=True,
                                                  problem=P_BAD_RELEASE),
-    'nvidia_container_toolkit_repo_channel': _choice(('stable', 'experimental')),
+    'nvidia_container_toolkit_repo_channel': CHOICE,
     'nvidia_container_toolkit_docker_runtime': _bool(),
     'nvidia_container_toolkit_docker_config': _path('file'),
     'nvidia_container_toolkit_cdi_enabled': _bool(),
@@ -987,7 +992,7 @@ RULES = {
     'rdma_min_active_ports': _int_check(0, 64),
     'rdma_enabled': _bool(),
     'rdma_required': _bool(),
-    'rdma_install_source': _choice(('distribution', 'doca')),
+    'rdma_install_source': CHOICE,
     'rdma_packages': _items(PACKAGE_RE, ACCEPT_PACKAGES),
     'rdma_doca_version': _pattern(re.compile(r'^[0-9]{1,4}(\.[0-9]{1,4}){1,3}(-[0-9A-Za-z.]{1,32})?\Z'), ACCEPT_VERSION,
                                   problem=P_BAD_RELEASE),
@@ -1029,7 +1034,7 @@ RULES = {
     'ssh_mesh_key_size': _int_check(2048, 16384),
     'ssh_mesh_authorized_extra_sources': _sources(False, True, ACCEPT_SSH_SOURCES),
     'ssh_mesh_enabled': _bool(),
-    'ssh_mesh_state': _choice(('present', 'absent')),
+    'ssh_mesh_state': CHOICE,
     'ssh_mesh_address': _host_address(),
     'ssh_mesh_host_names': _host_addresses(),
     'ssh_mesh_manage_packages': _bool(),
@@ -1045,14 +1050,14 @@ RULES = {
     'nim_firewall_monitoring_sources': _sources(False, False, ACCEPT_SOURCES_NO_WORLD),
     'nim_firewall_monitoring_ports': _port_list(),
     'nim_firewall_enabled': _bool(),
-    'nim_firewall_state': _choice(('present', 'absent')),
+    'nim_firewall_state': CHOICE,
     'nim_firewall_supervisor_ports': _port_list(),
     'nim_firewall_persist': _bool(),
     'nim_firewall_manage_packages': _bool(),
     # monitoring (hosts of nim_monitoring; the exporters on the Docker hosts)
     'nim_monitoring_sources': _sources(False, False, ACCEPT_SOURCES_NO_WORLD),
-    'monitoring_mode': _choice(('server', 'files')),
-    'monitoring_state': _choice(('present', 'absent')),
+    'monitoring_mode': CHOICE,
+    'monitoring_state': CHOICE,
     'monitoring_dir': _path('owned'),
     'monitoring_scrape_interval': _duration(),
     'monitoring_evaluation_interval': _duration(),
@@ -1087,7 +1092,7 @@ RULES = {
     'nim_docker_container_uid': _int_check(0, _ID),
     'nim_docker_container_gid': _int_check(0, _ID),
     'nim_docker_secrets_gid': _secrets_gid(),
-    'nim_docker_restart_policy': _choice(('no', 'on-failure', 'always', 'unless-stopped')),
+    'nim_docker_restart_policy': CHOICE,
     'nim_docker_ngc_api_key': _secret(),
     'nim_docker_transfer_timeout': _int_check(1, _WEEK),
     'nim_docker_transfer_poll_interval': _int_check(1, 3600),
@@ -1116,7 +1121,7 @@ RULES = {
     'nim_docker_ulimits': _string_list(),
     'nim_docker_download_command': _string_list(),
     'nim_docker_enabled': _bool(),
-    'nim_docker_state': _choice(('present', 'absent')),
+    'nim_docker_state': CHOICE,
     'nim_docker_download_model': _bool(),
     'nim_docker_overlap_transfers': _bool(),
     'nim_docker_manage_cache_dir': _bool(),
@@ -1124,7 +1129,7 @@ RULES = {
     'nim_docker_require_gpus': _bool(),
     'nim_docker_smoke_test': _bool(),
     'nim_docker_smoke_prompt': _string(empty_ok=False),
-    'nim_docker_ray_auth': _choice(('token', 'off')),
+    'nim_docker_ray_auth': CHOICE,
     # doctor
     'doctor_report_dir': _path('controller'),
     'doctor_mesh_dir': _path('owned'),
@@ -1153,8 +1158,8 @@ RULES = {
     'nim_k8s_auth_secret': _dns(DNS_SUBDOMAIN_RE, ACCEPT_DNS_SUBDOMAIN),
     'nim_k8s_pull_secret': _dns(DNS_SUBDOMAIN_RE, ACCEPT_DNS_SUBDOMAIN),
     'nim_k8s_registry': _pattern(REGISTRY_RE, ACCEPT_REGISTRY),
-    'nim_k8s_backend': _choice(('lws', 'nim_operator')),
-    'nim_k8s_storage': _choice(('pvc', 'nimcache')),
+    'nim_k8s_backend': CHOICE,
+    'nim_k8s_storage': CHOICE,
     'nim_k8s_cache_profiles': _string_list(),
     'nim_k8s_pvc_name': _dns(DNS_SUBDOMAIN_RE, ACCEPT_DNS_SUBDOMAIN, empty_ok=True),
     'nim_k8s_storage_class': _dns(DNS_SUBDOMAIN_RE, ACCEPT_DNS_SUBDOMAIN, empty_ok=True),
@@ -1179,35 +1184,35 @@ RULES = {
     'nim_k8s_smoke_timeout': _int_check(1, _DAY),
     # The Kubernetes play's own switch (playbooks/plays/deploy_kubernetes.yml).
     'nim_k8s_install_components': _bool(),
-    'nim_k8s_state': _choice(('present', 'absent')),
+    'nim_k8s_state': CHOICE,
     'nim_k8s_render_secrets': _bool(),
     'nim_k8s_kubeconfig': _controller_file(),
     'nim_k8s_context': _string(),
     'nim_k8s_create_secrets': _bool(),
-    'nim_k8s_storage_access_mode': _choice(('ReadWriteMany', 'ReadWriteOnce', 'ReadOnlyMany', 'ReadWriteOncePod')),
-    'nim_k8s_scheduler': _choice(('default', 'volcano', 'kai')),
+    'nim_k8s_storage_access_mode': CHOICE,
+    'nim_k8s_scheduler': CHOICE,
     'nim_k8s_volcano_queue': _dns(QUEUE_NAME_RE, ACCEPT_DNS_SUBDOMAIN, empty_ok=True),
     # KAI reads the queue from a label.
     'nim_k8s_kai_queue': _pattern(LABEL_VALUE_RE, 'a label value: up to 63 letters, digits, - _ and ., or empty'),
     'nim_k8s_exclusive_topology': _pattern(LABEL_KEY_RE, ACCEPT_LABEL_KEY, empty_ok=True),
-    'nim_k8s_restart_policy': _choice(('RecreateGroupOnPodRestart', 'RecreateGroupAfterStart', 'None')),
+    'nim_k8s_restart_policy': CHOICE,
     'nim_k8s_rollout_max_unavailable': _int_or_percent(),
     'nim_k8s_rollout_max_surge': _int_or_percent(),
     'nim_k8s_rollout_partition': _int_check(0, 999999),
     'nim_k8s_priority_class': _dns(PRIORITY_CLASS_RE, ACCEPT_DNS_SUBDOMAIN, empty_ok=True),
-    'nim_k8s_image_pull_policy': _choice(('Always', 'IfNotPresent', 'Never')),
-    'nim_k8s_service_type': _choice(('ClusterIP', 'NodePort', 'LoadBalancer')),
+    'nim_k8s_image_pull_policy': CHOICE,
+    'nim_k8s_service_type': CHOICE,
     'nim_k8s_mpi_start_script': _script(),
     'nim_k8s_wait': _bool(),
     'nim_k8s_smoke_test': _bool(),
     'nim_k8s_smoke_image': _image_reference(),
     'nim_k8s_keep_storage': _bool(),
     # The components (roles lws, nim_operator, volcano), installed from the controller
-    'lws_state': _choice(('present', 'absent')),
+    'lws_state': CHOICE,
     'lws_namespace': _dns(DNS_LABEL_RE, ACCEPT_DNS_LABEL),
     'lws_version': _release(),
-    'lws_install_method': _choice(('helm', 'manifest', 'file')),
-    'lws_gang_scheduling': _choice(('none', 'volcano')),
+    'lws_install_method': CHOICE,
+    'lws_gang_scheduling': CHOICE,
     'lws_helm_release': _pattern(HELM_RELEASE_RE, ACCEPT_HELM_RELEASE),
     'lws_helm_chart_ref': _chart_ref(),
     'lws_helm_chart_path': _controller_file(),
@@ -1219,7 +1224,7 @@ RULES = {
     'lws_wait_timeout': _int_check(1, _DAY),
     'lws_kubeconfig': _controller_file(),
     'lws_context': _string(),
-    'nim_operator_state': _choice(('present', 'absent')),
+    'nim_operator_state': CHOICE,
     'nim_operator_namespace': _dns(DNS_LABEL_RE, ACCEPT_DNS_LABEL),
     'nim_operator_version': _release(),
     'nim_operator_helm_release': _pattern(HELM_RELEASE_RE, ACCEPT_HELM_RELEASE),
@@ -1240,10 +1245,10 @@ RULES = {
     'nim_operator_wait_timeout': _int_check(1, _DAY),
     'nim_operator_kubeconfig': _controller_file(),
     'nim_operator_context': _string(),
-    'volcano_state': _choice(('present', 'absent')),
+    'volcano_state': CHOICE,
     'volcano_namespace': _dns(DNS_LABEL_RE, ACCEPT_DNS_LABEL),
     'volcano_version': _release(),
-    'volcano_install_method': _choice(('helm', 'manifest', 'file')),
+    'volcano_install_method': CHOICE,
     'volcano_helm_release': _pattern(HELM_RELEASE_RE, ACCEPT_HELM_RELEASE),
     'volcano_helm_repo_url': _https(False),
     'volcano_helm_chart': _pattern(CHART_NAME_RE, ACCEPT_CHART_NAME),
@@ -1265,6 +1270,7 @@ RULES = {
     'validate_inventory_check_os': _bool(),
     'validate_inventory_supported_os': _mapping_list(),
 }
+RULES = dict((name, _choice(settings.choices(name)) if rule is CHOICE else rule) for name, rule in RULES.items())
 CHECKED_VARIABLES = tuple(sorted(RULES))
 # The role options the collection's own plays and roles pass, never an inventory: the run's plan,
 # the hosts of a restart wave, the groups of the Kubernetes play, and every option of role common

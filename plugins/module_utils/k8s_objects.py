@@ -27,31 +27,20 @@ import math
 import posixpath
 import re
 
-from ansible_collections.nimstack.multinode.plugins.module_utils import k8s_preflight, nim_alerts
+from ansible_collections.nimstack.multinode.plugins.module_utils import k8s_preflight, nim_alerts, settings
 from ansible_collections.nimstack.multinode.plugins.module_utils.frontend import served_model
 from ansible_collections.nimstack.multinode.plugins.module_utils.group_members import groups_of
 from ansible_collections.nimstack.multinode.plugins.module_utils.values import ansible_int as as_int, truthy as as_bool
 from ansible_collections.nimstack.multinode.plugins.module_utils.k8s_operator import template_safe_labels
 
-# The role's settings the objects read, with the role's defaults (roles/nim_k8s/defaults/main.yml):
+# The role's settings the objects read, with their declared defaults (roles/nim_k8s/meta/argument_specs.yml):
 # those of the preflight's rules and the objects' own.
-SETTING_DEFAULTS = dict(k8s_preflight.SETTING_DEFAULTS, **{
-    'nim_k8s_auth_secret': 'ngc-api-key',
-    'nim_k8s_pull_secret': 'ngc-registry',
-    'nim_k8s_storage': 'pvc',
-    'nim_k8s_pvc_name': '',
-    'nim_k8s_storage_class': '',
-    'nim_k8s_storage_size': '1Ti',
-    'nim_k8s_cache_profiles': [],
-    'nim_k8s_resources': {},
-    'nim_k8s_image_pull_policy': 'IfNotPresent',
-    'nim_k8s_user_id': 1000,
-    'nim_k8s_group_id': 2000,
-    'nim_k8s_service_type': 'ClusterIP',
-    'nim_k8s_startup_timeout': 0,
-    'nim_k8s_probe_period': 10,
-    'nim_k8s_mpi_start_script': '',
-})
+SETTING_DEFAULTS = dict(k8s_preflight.SETTING_DEFAULTS, **settings.defaults((
+    'nim_k8s_auth_secret', 'nim_k8s_pull_secret', 'nim_k8s_storage', 'nim_k8s_pvc_name', 'nim_k8s_storage_class',
+    'nim_k8s_storage_size', 'nim_k8s_cache_profiles', 'nim_k8s_resources', 'nim_k8s_image_pull_policy',
+    'nim_k8s_user_id', 'nim_k8s_group_id', 'nim_k8s_service_type', 'nim_k8s_startup_timeout',
+    'nim_k8s_probe_period', 'nim_k8s_mpi_start_script',
+)))
 
 # The pod templates' schedulerName by nim_k8s_scheduler (docs/contracts.md, gang scheduling).
 SCHEDULER_NAMES = {'volcano': 'volcano', 'kai': 'kai-scheduler'}

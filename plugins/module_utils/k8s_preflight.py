@@ -16,7 +16,7 @@ __metaclass__ = type
 import os
 import re
 
-from ansible_collections.nimstack.multinode.plugins.module_utils import nim_alerts
+from ansible_collections.nimstack.multinode.plugins.module_utils import nim_alerts, settings
 from ansible_collections.nimstack.multinode.plugins.module_utils.group_members import groups_of
 from ansible_collections.nimstack.multinode.plugins.module_utils.values import truthy as as_bool
 
@@ -106,30 +106,15 @@ PROBLEM_OPERATOR_LAYOUT = ("group '%s': nim_tensor_parallel=%s with nim_pipeline
 PROBLEM_RWX = ("group '%s' has %d ranks that all mount the model store: nim_k8s_storage_access_mode must be "
                "ReadWriteMany, got %s")
 
-# The role's settings k8s_problems() reads, with the role's defaults.
-SETTING_DEFAULTS = {
-    'nim_k8s_render_dir': '',
-    'nim_k8s_backend': 'nim_operator',
-    'nim_k8s_scheduler': 'default',
-    'nim_k8s_kai_queue': '',
-    'nim_k8s_volcano_queue': '',
-    'nim_k8s_exclusive_topology': '',
-    'nim_k8s_restart_policy': 'RecreateGroupOnPodRestart',
-    'nim_k8s_rollout_max_unavailable': 1,
-    'nim_k8s_rollout_max_surge': 0,
-    'nim_k8s_rollout_partition': 0,
-    'nim_k8s_priority_class': '',
-    'nim_k8s_storage_access_mode': 'ReadWriteMany',
-    'nim_k8s_node_selector': {'nvidia.com/gpu.present': 'true'},
-    'nim_k8s_tolerations': [{'key': 'nvidia.com/gpu', 'operator': 'Exists', 'effect': 'NoSchedule'}],
-    'nim_k8s_service_monitor': {},
-    'nim_k8s_router': {},
-    'nim_k8s_compute_domain': '',
-    'nim_k8s_monitoring': True,
-    'nim_k8s_monitoring_labels': {},
-    'nim_k8s_monitoring_interval': '30s',
-    'nim_k8s_alert_thresholds': {},
-}
+# The role's settings k8s_problems() reads, with their declared defaults (roles/nim_k8s/meta/argument_specs.yml).
+SETTING_DEFAULTS = settings.defaults((
+    'nim_k8s_render_dir', 'nim_k8s_backend', 'nim_k8s_scheduler', 'nim_k8s_kai_queue', 'nim_k8s_volcano_queue',
+    'nim_k8s_exclusive_topology', 'nim_k8s_restart_policy', 'nim_k8s_rollout_max_unavailable',
+    'nim_k8s_rollout_max_surge', 'nim_k8s_rollout_partition', 'nim_k8s_priority_class',
+    'nim_k8s_storage_access_mode', 'nim_k8s_node_selector', 'nim_k8s_tolerations', 'nim_k8s_service_monitor',
+    'nim_k8s_router', 'nim_k8s_compute_domain', 'nim_k8s_monitoring', 'nim_k8s_monitoring_labels',
+    'nim_k8s_monitoring_interval', 'nim_k8s_alert_thresholds',
+))
 
 
 def _text(value):

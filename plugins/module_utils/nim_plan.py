@@ -25,6 +25,7 @@ from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks im
 from ansible_collections.nimstack.multinode.plugins.module_utils.nim_parallelism import plan_parallelism
 from ansible_collections.nimstack.multinode.plugins.module_utils.nim_contract import ContractError, resolve_contract
 from ansible_collections.nimstack.multinode.plugins.module_utils.nim_env import NimEnvError, build_env
+from ansible_collections.nimstack.multinode.plugins.module_utils import settings
 
 DEPLOYMENT_MODES = ('docker', 'kubernetes')
 DEFAULT_GROUP = 'default'
@@ -32,43 +33,19 @@ DEFAULT_GROUP = 'default'
 # Where the model cache is mounted inside every NIM container (docs/contracts.md: NIM_CACHE_PATH).
 CONTAINER_CACHE_PATH = '/model-store'
 
-# The public group variables the plan reads, with their defaults (None: no default).
-SETTING_DEFAULTS = {
-    'nim_deployment_mode': 'docker',
-    'nim_image': None,
-    'nim_image_tag': None,
-    'nim_model': None,
-    'nim_model_profile': None,
-    'nim_precision': None,
-    'nim_tensor_parallel': None,
-    'nim_pipeline_parallel': 1,
-    'nim_gpus_per_node': None,
-    'nim_gpu_memory_gb': None,
-    'nim_interconnect': None,
-    'nim_network_profile': 'tcp',
-    'nim_network_devices_per_gpu': None,
-    'nim_socket_ifname': None,
-    'nim_cache_path': '/var/lib/nim/cache',
-    'nim_api_port': 8000,
-    'nim_mpi_start_timeout': None,
-    'nim_launch_contract': 'mpi',
-    'nim_ssh_port': 2222,
-    'nim_ray_port': 6379,
-    'nim_master_port': 50000,
-    'nim_shm_size_gb': 64,
-    'nim_log_level': 'INFO',
-    'nim_extra_env': {},
-    # The model a Docker group serves, for the front door's pools (default: from nim_image).
-    'nim_frontend_model': None,
-    'nim_k8s_namespace': 'nim',
-    'nim_k8s_replicas': 1,
-    'nim_k8s_autoscaling': False,
-}
-SETTING_NAMES = tuple(sorted(SETTING_DEFAULTS))
+# The public group variables the plan reads; their defaults are the declared ones (None: no default;
+# roles/validate_inventory/meta/argument_specs.yml, entry point inventory).
+SETTING_NAMES = tuple(sorted((
+    'nim_deployment_mode', 'nim_image', 'nim_image_tag', 'nim_model', 'nim_model_profile', 'nim_precision',
+    'nim_tensor_parallel', 'nim_pipeline_parallel', 'nim_gpus_per_node', 'nim_gpu_memory_gb',
+    'nim_interconnect', 'nim_network_profile', 'nim_network_devices_per_gpu', 'nim_socket_ifname',
+    'nim_cache_path', 'nim_api_port', 'nim_mpi_start_timeout', 'nim_launch_contract', 'nim_ssh_port',
+    'nim_ray_port', 'nim_master_port', 'nim_shm_size_gb', 'nim_log_level', 'nim_extra_env',
+    'nim_frontend_model', 'nim_k8s_namespace', 'nim_k8s_replicas', 'nim_k8s_autoscaling',
+)))
+SETTING_DEFAULTS = settings.defaults(SETTING_NAMES)
 REQUIRED_SETTINGS = ('nim_image', 'nim_image_tag', 'nim_tensor_parallel')
-INT_SETTINGS = ('nim_tensor_parallel', 'nim_pipeline_parallel', 'nim_gpus_per_node', 'nim_api_port',
-                'nim_mpi_start_timeout', 'nim_ssh_port', 'nim_ray_port', 'nim_master_port', 'nim_shm_size_gb',
-                'nim_network_devices_per_gpu', 'nim_k8s_replicas')
+INT_SETTINGS = tuple(name for name in SETTING_NAMES if settings.DECLARED[name]['type'] == 'int')
 PORT_SETTINGS = ('nim_api_port', 'nim_ssh_port', 'nim_ray_port', 'nim_master_port')
 PROBLEM_PORT_CLASH = ("group '%s': nim_api_port=%d is also its nim_%s_port: the leader listens on both (on the host "
                       "network with Docker, in one pod on Kubernetes); give each its own port")

@@ -2,15 +2,11 @@
 # Copyright: (c) 2026, nimstack maintainers
 # SPDX-License-Identifier: Apache-2.0
 """Values the controller's rules accept, one per one-line string setting, read from the declarations
-(the rules of plugins/module_utils/input_checks.py and the roles' argument_specs defaults): the
+(the rules of plugins/module_utils/input_checks.py and the declared defaults, plugins/module_utils/settings.py): the
 unit tests and the bad-input suite spoil each (a trailing newline, an escape) and expect it refused."""
 
-import glob
-import os
+from ansible_collections.nimstack.multinode.plugins.module_utils.settings import DECLARED
 
-import yaml
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # Where neither the role's default nor a value below passes the rule.
 KNOWN = {'nim_model': 'meta/llama-3.1-8b-instruct', 'nim_image': 'nvcr.io/nim/meta/llama-3.1-8b-instruct',
          'nim_image_tag': '1.10.0', 'nim_frontend_model': 'meta/llama-3.1-8b-instruct', 'ansible_host': '10.0.0.1',
@@ -23,23 +19,10 @@ TRIED = ('a', '580.95.05', '/srv/nimstack/a', 'a.b', 'v1.2.3', '580', '1.2.3', '
 MULTILINE = ('nim_k8s_mpi_start_script',)
 
 
-def spec_defaults(repo=REPO):
-    """{option: its literal string default} of every role's argument_specs."""
-    found = {}
-    for path in sorted(glob.glob(os.path.join(repo, 'roles', '*', 'meta', 'argument_specs.yml'))):
-        with open(path) as handle:
-            for spec in yaml.safe_load(handle)['argument_specs'].values():
-                for name, option in (spec.get('options') or {}).items():
-                    default = option.get('default')
-                    if isinstance(default, str) and default and '{{' not in default:
-                        found.setdefault(name, default)
-    return found
-
-
-def string_samples(rules, check_value, repo=REPO):
+def string_samples(rules, check_value):
     """[(variable, a value its rule accepts, or None where none is found)] for every one-line string
     rule that is not a secret, in name order."""
-    defaults = spec_defaults(repo)
+    defaults = dict((name, entry['default']) for name, entry in DECLARED.items() if isinstance(entry.get('default'), str))
     samples = []
     for name, rule in sorted(rules.items()):
         if rule.kind != 'str' or rule.secret:

@@ -8,13 +8,13 @@ __metaclass__ = type
 
 import importlib.util
 import os
-import sys
 import re
+import sys
 
 import pytest
 import yaml
 
-from ansible_collections.nimstack.multinode.plugins.module_utils import input_checks, nim_plan
+from ansible_collections.nimstack.multinode.plugins.module_utils import input_checks, nim_plan, settings
 from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import (
     PROBLEMS, RULES, check_inputs, check_value, image_reference, operator_image)
 from ansible_collections.nimstack.multinode.plugins.module_utils.inventory_checks import check_inventory
@@ -219,42 +219,16 @@ def _public_variables():
     return names
 
 
-# Read with a default by the roles or playbooks, yet never reaching a host: the hosts pattern of
-# playbooks/bootstrap.yml, which Ansible itself parses before any of the collection's code runs.
-PLAY_SELECTORS = {'nim_bootstrap_hosts'}
-# Set by the play that reads it (playbooks/plays/deploy_kubernetes.yml), so only an extra var changes it.
-PLAY_TOGGLES = {'nim_k8s_install_components'}
+# Ansible's own connection variables, which the inventory sets and the controller checks too.
+ANSIBLE_OWN = {'ansible_host', 'ansible_port'}
 
 
-def _read_with_a_default():
-    """Every nim_* (and ansible_host, ansible_port) variable the roles and playbooks read as
-    `NAME | default(...)`, and every nimstack_* one the roles read: what an inventory may set for them.
-    (A nimstack_* variable only a playbook reads is an input of that controller-only playbook, given
-    with -e: playbooks/bundle.yml's, playbooks/awx/teardown.yml's; they check it themselves.)"""
-    patterns = {'roles': re.compile(r'\b(nim_[a-z0-9_]+|nimstack_[a-z0-9_]+|ansible_host|ansible_port)\s*\|\s*default\('),
-                'playbooks': re.compile(r'\b(nim_[a-z0-9_]+|ansible_host|ansible_port)\s*\|\s*default\(')}
-    names = set()
-    for top, pattern in patterns.items():
-        for root, _dirs, files in os.walk(os.path.join(REPO, top)):
-            for name in files:
-                if name.endswith(('.yml', '.yaml', '.j2')):
-                    with open(os.path.join(root, name)) as handle:
-                        names.update(pattern.findall(handle.read()))
-    return names
-
-
-def _inventory_wide():
-    """The inventory-wide variables: read with a default and no role's own, nor the planner's."""
-    return (_read_with_a_default() - _public_variables() - set(nim_plan.SETTING_NAMES) - PLAY_SELECTORS) | PLAY_TOGGLES
-
-
-def test_every_rule_names_a_public_variable_or_an_inventory_wide_one():
-    inventory_wide = _inventory_wide()
-    # The inventory-wide variables come from what the roles read, not from a list kept by hand.
-    assert {'nim_group_supervisor', 'nim_secrets_gid', 'nim_ngc_api_key', 'ansible_host'} <= inventory_wide
-    assert sorted(set(RULES) - _public_variables() - inventory_wide - set(nim_plan.SETTING_NAMES)) == []
-    # Every inventory-wide variable and every setting the planner reads has a rule.
-    assert sorted((inventory_wide | set(nim_plan.SETTING_NAMES)) - set(RULES)) == []
+def test_every_rule_names_a_declared_variable():
+    """A rule checks a setting some role's argument specs declare (test_settings.py: the inventory's own
+    are those of validate_inventory's entry point inventory), or Ansible's own host and port."""
+    assert sorted(set(RULES) - set(settings.DECLARED) - ANSIBLE_OWN) == []
+    # Every setting the planner reads has a rule.
+    assert sorted(set(nim_plan.SETTING_NAMES) - set(RULES)) == []
 
 
 def test_every_option_of_a_role_has_a_rule_unless_the_collection_passes_it():
