@@ -18,7 +18,7 @@ import re
 from ansible_collections.nimstack.multinode.plugins.module_utils.docker_spec import docker_groups
 from ansible_collections.nimstack.multinode.plugins.module_utils.values import ansible_int as as_int
 from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import (
-    DEFAULT_SECRETS_GID, SECRETS_GID_MIN, SHARED_GIDS, as_bool, image_reference)
+    RULES, as_bool, check_value, gid_clash_problems, image_reference)
 
 ULIMIT_PATTERN = re.compile(r'^[a-z]+:-?[0-9]+(:-?[0-9]+)?\Z')
 
@@ -106,6 +106,21 @@ def preflight_inputs(plan, play_hosts, host_vars, play_inputs, key_from_inventor
     return inputs
 
 
+def _gid_problems(name, secrets_gid, mesh_gid, ssh_mesh, container_gid):
+    """The gids of a group's member that must not meet, as the inventory's check reads them
+    (input_checks.GIDS): the ranks' and, where the group needs it, the mesh's secrets gid (mesh_gid
+    None: the default) are one, and neither is the containers' gid. A gid its rule refuses is named
+    by that rule, not here."""
+    if check_value('nim_docker_secrets_gid', '' if secrets_gid is None else secrets_gid):
+        return []
+    hvars = {'nim_docker_secrets_gid': secrets_gid, 'nim_docker_container_gid': container_gid, 'nfs_enabled': False,
+             'nim_launch_contract': 'mpi' if ssh_mesh else 'ray'}
+    if mesh_gid is not None:
+        hvars['ssh_mesh_secrets_gid'] = mesh_gid
+    return ["group '%s': %s=%s %s" % (name, variable, gid, problem)
+            for variable, gid, problem in gid_clash_problems(hvars, {'docker'})]
+
+
 def preflight_problems(plan, play_hosts, inputs, deploying=True, allow_partial=False, secrets_gid=0,
                        ulimits=None, is_file=os.path.isfile, canary=None, container_gid=1000):
     """Every problem the Docker preflight finds, in one list without repeats.
@@ -128,8 +143,6 @@ def preflight_problems(plan, play_hosts, inputs, deploying=True, allow_partial=F
     elif 'groups' not in plan or 'hosts' not in plan:
         errors.append(NOT_A_PLAN)
     groups = dict((g.get('name'), g) for g in docker_groups(plan))
-    gid = str(secrets_gid)
-    gid_is_number = bool(re.match(r'^[0-9]+\Z', gid)) and int(gid) > 0
     summaries = preflight_groups(plan, play_hosts, inputs)
     for summary in summaries:
         name = summary['name']
@@ -171,24 +184,17 @@ def preflight_problems(plan, play_hosts, inputs, deploying=True, allow_partial=F
         if present and launch.get('ssh_mesh') and mesh_port is not None and as_int(mesh_port) != as_int(ssh_port):
             errors.append("group '%s': nim_ssh_port=%s but ssh_mesh_port=%s; the containers sshd and the mesh"
                           ' ssh_config must agree on one port' % (name, ssh_port, mesh_port))
-        # A secrets gid that is no gid at all is named once, below.
-        mesh_gid = DEFAULT_SECRETS_GID if summary.get('mesh_gid') is None else summary['mesh_gid']
-        if present and launch.get('ssh_mesh') and gid_is_number and as_int(mesh_gid) != int(gid):
-            errors.append("group '%s': nim_docker_secrets_gid=%s but ssh_mesh_secrets_gid=%s; the mesh's keys belong to"
-                          ' the group nimstack-secrets and the ranks read them through it: set one gid for both'
-                          ' (inventory-wide nim_secrets_gid)' % (name, secrets_gid, mesh_gid))
+        if present:
+            errors.extend(_gid_problems(name, secrets_gid, summary.get('mesh_gid'), launch.get('ssh_mesh'), container_gid))
     if canary not in (None, '') and canary not in groups:
         errors.append('nim_canary_group=%s (nim_docker_canary_group): not a Docker deployment group of the plan'
                       ' (accepts one of: %s)'
                       % (canary, ', '.join(sorted(str(g) for g in groups)) or 'none'))
-    if not gid_is_number:
-        errors.append('nim_docker_secrets_gid=%s: must be a numeric gid above 0 (the group nimstack-secrets;'
-                      ' inventory-wide nim_secrets_gid)' % gid)
-    elif int(gid) < SECRETS_GID_MIN or int(gid) in SHARED_GIDS or int(gid) == as_int(container_gid):
-        errors.append('nim_docker_secrets_gid=%s: the group nimstack-secrets needs a gid of its own, which no other '
-                      'group or account shares: not a system gid (below 1000), not nogroup (65534), not the '
-                      "containers' own gid (nim_docker_container_gid=%s) or a login account's; the default is "
-                      '%d (inventory-wide nim_secrets_gid)' % (gid, container_gid, DEFAULT_SECRETS_GID))
+    # The secrets group's gid by the controller's rule of the setting (inventory-wide nim_secrets_gid).
+    problem = check_value('nim_docker_secrets_gid', '' if secrets_gid is None else secrets_gid)
+    if problem:
+        errors.append('nim_docker_secrets_gid=%s %s; accepted: %s (inventory-wide nim_secrets_gid)'
+                      % (secrets_gid, problem, RULES['nim_docker_secrets_gid'].accepts))
     for limits in [ulimits] + [s.get('ulimits') for s in summaries]:
         wrong = [str(u) for u in _as_list(limits) if not ULIMIT_PATTERN.match(str(u))]
         if wrong:

@@ -11,7 +11,7 @@ from ansible_collections.nimstack.multinode.plugins.module_utils.docker_prefligh
     preflight_inputs,
     preflight_problems,
 )
-from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import DEFAULT_SECRETS_GID
+from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import DEFAULT_SECRETS_GID, RULES
 from ansible_collections.nimstack.multinode.plugins.module_utils.nim_plan import build_plan
 from ansible_collections.nimstack.multinode.tests.unit.models import LLAMA_405B
 
@@ -137,9 +137,8 @@ def test_the_mesh_port_must_be_the_groups_ssh_port_where_it_needs_the_mesh():
 def test_the_mesh_keys_and_the_ranks_share_one_secrets_gid_where_the_group_needs_the_mesh():
     plan = _plan(groups=('a',))
     assert _problems(plan, inputs=_inputs(plan, mesh_gid=64911)) == [
-        "group 'a': nim_docker_secrets_gid=%d but ssh_mesh_secrets_gid=64911; the mesh's keys belong to the group "
-        'nimstack-secrets and the ranks read them through it: set one gid for both (inventory-wide nim_secrets_gid)'
-        % DEFAULT_SECRETS_GID]
+        "group 'a': ssh_mesh_secrets_gid=64911 differs from nim_docker_secrets_gid on this host, and both are the gid "
+        'of the one group nimstack-secrets']
     # Unset on both sides: one default; set for the ranks alone: the mesh keeps the default.
     assert _problems(plan, inputs=_inputs(plan, mesh_gid=None)) == []
     assert len(_problems(plan, secrets_gid=5000)) == 1
@@ -154,12 +153,23 @@ def test_a_group_without_the_mesh_ignores_the_mesh_port():
     assert _problems(plan, inputs=_inputs(plan, mesh_port=2200)) == []
 
 
-@pytest.mark.parametrize('gid', ['', 0, '0', 'nimstack', '-5', None])
-def test_the_secrets_gid_is_a_number_above_zero(gid):
+@pytest.mark.parametrize('gid,problem', [('', 'is not a whole number'), (0, 'is out of range'), ('0', 'is out of range'),
+                                         ('nimstack', 'is not a whole number'), ('-5', 'is out of range'),
+                                         (None, 'is not a whole number'), (999, 'is out of range'),
+                                         (65534, 'is out of range')])
+def test_the_secrets_gid_is_checked_by_its_rule_once(gid, problem):
     plan = _plan(groups=('a',))
     assert _problems(plan, secrets_gid=gid) == [
-        'nim_docker_secrets_gid=%s: must be a numeric gid above 0 (the group nimstack-secrets; inventory-wide '
-        'nim_secrets_gid)' % gid]
+        'nim_docker_secrets_gid=%s %s; accepted: %s (inventory-wide nim_secrets_gid)'
+        % (gid, problem, RULES['nim_docker_secrets_gid'].accepts)]
+
+
+def test_the_secrets_gid_is_not_the_containers_gid():
+    plan = _plan(groups=('a',))
+    assert _problems(plan, secrets_gid=5000, container_gid=5000, inputs=_inputs(plan, mesh_gid=5000)) == [
+        "group 'a': nim_docker_container_gid=5000 is also nim_docker_secrets_gid, ssh_mesh_secrets_gid on this host: "
+        "nimstack-secrets, the group that may read the keys, would hold the user the NIM containers run as or the "
+        "model cache's owner"]
 
 
 def test_wrong_ulimits_are_named_once_whoever_sets_them():
@@ -175,7 +185,7 @@ def test_every_problem_is_named_at_once():
     problems = _problems(plan, play=['a-0', 'b-0', 'b-1'], inputs=inputs, secrets_gid='', ulimits=['x'])
     assert len(problems) == 5, problems
     assert [p.split(':')[0] for p in problems] == [
-        "group 'a'", "group 'a'", "group 'b'", 'nim_docker_secrets_gid=', 'nim_docker_ulimits']
+        "group 'a'", "group 'a'", "group 'b'", 'nim_docker_secrets_gid= is not a whole number; accepted', 'nim_docker_ulimits']
 
 
 def test_the_groups_name_their_members_in_and_out_of_the_play():
@@ -235,7 +245,7 @@ def test_every_message_is_quoted_on_the_troubleshooting_page():
     for message in (EMPTY_PLAN, NOT_A_PLAN, 'nim_docker_image_archive_on_nodes=true when the path is on the nodes',
                     'the containers sshd and the mesh ssh_config must agree on one port',
                     'each entry is name:soft[:hard], e.g. memlock:-1:-1; got',
-                    'must be a numeric gid above 0 (the group nimstack-secrets; inventory-wide nim_secrets_gid)',
+                    '; accepted: ', '(inventory-wide nim_secrets_gid)',
                     'is pulled from'):
         assert message in page, message
 
@@ -256,7 +266,8 @@ def test_the_supervisor_port_must_not_be_a_port_of_the_group():
 def test_the_secrets_gid_is_one_no_other_group_or_account_shares(gid):
     plan = _plan(groups=('a',))
     problems = _problems(plan, secrets_gid=gid, inputs=_inputs(plan, mesh_gid=gid))
-    assert len(problems) == 1 and problems[0].startswith('nim_docker_secrets_gid=%s: the group nimstack-secrets' % gid)
+    # A gid of a system group or nogroup is out of its rule's range; 1000 is the containers' own.
+    assert len(problems) == 1, problems
+    assert problems[0].startswith("group 'a': nim_docker_container_gid=1000 is also nim_docker_secrets_gid"
+                                  if gid == 1000 else 'nim_docker_secrets_gid=%s is out of range' % gid)
     assert _problems(plan, secrets_gid=64910) == []
-    # The containers' own gid is not the secrets' either.
-    assert _problems(plan, secrets_gid=5000, container_gid=5000, inputs=_inputs(plan, mesh_gid=5000))

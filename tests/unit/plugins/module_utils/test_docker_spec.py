@@ -2,8 +2,10 @@
 """The resolved launch spec of a Docker rank (role nim_docker), on plans nim_plan builds."""
 
 import hashlib
+import os
 
 import pytest
+import yaml
 
 from ansible_collections.nimstack.multinode.plugins.module_utils import docker_spec as docker_spec_module
 from ansible_collections.nimstack.multinode.plugins.module_utils.docker_spec import (
@@ -177,3 +179,11 @@ def test_transfers_overlap_outside_check_mode_and_wait_for_the_image_where_the_l
                                         ('line\nbreak', False), ('tab\t', False), ('caf\u00e9', False)])
 def test_env_file_safe(value, safe):
     assert docker_spec_module.env_file_safe(value) is safe
+
+
+def test_the_options_are_those_the_role_hands_over():
+    """OPTION_NAMES are the fields of nim_docker's _nim_docker_spec_options (roles/nim_docker/vars/main.yml)."""
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+    with open(os.path.join(repo, 'roles', 'nim_docker', 'vars', 'main.yml')) as handle:
+        handed = yaml.safe_load(handle)['_nim_docker_spec_options']
+    assert sorted(handed) == sorted(OPTION_NAMES)
