@@ -1281,6 +1281,8 @@ PASSED_BY_THE_COLLECTION = frozenset((
     'ssh_mesh_plan', 'nim_k8s_groups', 'nim_docker_serve_again_hosts', 'nim_docker_serve_again_interrupted',
 ))
 PASSED_BY_THE_COLLECTION_PREFIX = 'common_'
+# The inventory's settings that inventory_checks checks with the ranks of their group, not a rule here.
+CHECKED_WITH_THE_RANKS = frozenset(('nim_group', 'nim_node_rank'))
 # The prefixes of the collection's settings: a variable with one that no rule, plan setting or
 # pass-through names is a misspelling, warned of with the nearest name (inventory_checks).
 SETTING_PREFIXES = ('nim_', 'docker_', 'nvidia_', 'rdma_', 'nfs_', 'ssh_mesh_', 'monitoring_', 'doctor_', 'lws_',

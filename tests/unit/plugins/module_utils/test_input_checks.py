@@ -235,9 +235,9 @@ def test_every_option_of_a_role_has_a_rule_unless_the_collection_passes_it():
     """No setting reaches a host unchecked: an option of a role's argument_specs without a rule is
     named here, unless the collection's own plays pass it (the plan, a wave's hosts, role common)."""
     from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import (
-        PASSED_BY_THE_COLLECTION, PASSED_BY_THE_COLLECTION_PREFIX)
+        CHECKED_WITH_THE_RANKS, PASSED_BY_THE_COLLECTION, PASSED_BY_THE_COLLECTION_PREFIX)
     unchecked = sorted(name for name in _public_variables()
-                       if name not in RULES and name not in PASSED_BY_THE_COLLECTION
+                       if name not in RULES and name not in PASSED_BY_THE_COLLECTION | CHECKED_WITH_THE_RANKS
                        and not name.startswith(PASSED_BY_THE_COLLECTION_PREFIX))
     assert unchecked == []
     assert sorted(PASSED_BY_THE_COLLECTION - _public_variables()) == []
