@@ -17,12 +17,12 @@ import hashlib
 import math
 import json
 
+from ansible_collections.nimstack.multinode.plugins.module_utils import settings as declared
 from ansible_collections.nimstack.multinode.plugins.module_utils.group_members import groups_of
+from ansible_collections.nimstack.multinode.plugins.module_utils.nim_env import RAY_TOKEN_PATH
 
-# The mount that carries the Ray token where the plan lists none (docs/contracts.md, exposure).
-RAY_TOKEN_MOUNT = '/run/secrets/nimstack-ray-token'
-# The group's shared memory when the plan's settings carry none, in GB.
-SHM_SIZE_GB = 64
+# The group's shared memory when the plan's settings carry none, in GB: the declared default.
+SHM_SIZE_GB = declared.default('nim_shm_size_gb')
 # The leader waits this long for its workers when neither the role nor the layout says, in seconds.
 READY_TIMEOUT = 300
 
@@ -102,7 +102,8 @@ def docker_rank_spec(plan, host, options):
     group_volumes = _volumes(launch, bases, {'ray_token': ray_token})
     reads = ('all', 'leader' if leader else 'worker')
     token_mounts = [m.get('target') for m in launch.get('mounts') or [] if m.get('needs') == 'ray_token']
-    ray_token_mount = (token_mounts + [RAY_TOKEN_MOUNT])[0]
+    # Where the plan lists no token mount, the one path of the contract (docs/contracts.md, exposure).
+    ray_token_mount = (token_mounts + [RAY_TOKEN_PATH])[0]
     env = dict(rank.get('env') or {})
     if ray_token:
         env.update({'RAY_AUTH_MODE': 'token', 'RAY_AUTH_TOKEN_PATH': ray_token_mount})

@@ -37,6 +37,9 @@ SSH_DIR = '/opt/nim/llm/.ssh'
 SSH_PRIVATE_KEY = '/opt/nim/llm/pk/private.key'
 SSHD_CONF_DIR = '/ssh-confs'
 SSH_HOST_KEY = SSHD_CONF_DIR + '/ssh_host_ed25519_key'
+# The model cache in every NIM container (NIM_CACHE_PATH), and the Ray token under token authentication.
+CACHE_PATH = '/model-store'
+RAY_TOKEN_PATH = '/run/secrets/nimstack-ray-token'
 MPI_START_SCRIPT = '/opt/nim/start-mpi-cluster.sh'
 SGLANG_START_SCRIPT = '/opt/nim/start_server.sh'
 RAY_LAUNCHER = 'nim-serve-ray'
@@ -514,7 +517,7 @@ def build_env(node_rank, tensor_parallel, pipeline_parallel=1, backend='docker',
               gid_index=3, devices_per_gpu=None, ssh_port=2222, cluster_size=None, group_index=0,
               leader_name=None, leader_address=None, namespace=None, lws_name=None, ray_port=6379,
               master_port=50000, model_profile=None, json_logging=None, log_level='INFO',
-              cache_path='/model-store', extra_env=None):
+              cache_path=CACHE_PATH, extra_env=None):
     """Return the environment, Kubernetes env list, resources, command and role of one rank.
 
     Raises NimEnvError listing every problem of the inputs.

@@ -24,6 +24,7 @@ from ansible_collections.nimstack.multinode.plugins.module_utils.group_members i
 from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import as_bool, as_int, image_reference, operator_image
 from ansible_collections.nimstack.multinode.plugins.module_utils.nim_parallelism import plan_parallelism
 from ansible_collections.nimstack.multinode.plugins.module_utils.nim_contract import ContractError, resolve_contract
+from ansible_collections.nimstack.multinode.plugins.module_utils import nim_env
 from ansible_collections.nimstack.multinode.plugins.module_utils.nim_env import NimEnvError, build_env
 from ansible_collections.nimstack.multinode.plugins.module_utils import settings
 
@@ -31,7 +32,7 @@ DEPLOYMENT_MODES = ('docker', 'kubernetes')
 DEFAULT_GROUP = 'default'
 
 # Where the model cache is mounted inside every NIM container (docs/contracts.md: NIM_CACHE_PATH).
-CONTAINER_CACHE_PATH = '/model-store'
+CONTAINER_CACHE_PATH = nim_env.CACHE_PATH
 
 # The public group variables the plan reads; their defaults are the declared ones (None: no default;
 # roles/validate_inventory/meta/argument_specs.yml, entry point inventory).
@@ -291,19 +292,19 @@ _MOUNTS_ALL = (
 _MOUNTS = {
     'mpi': (
         {'base': 'mesh', 'path': '', 'target': '', 'mode': 'ro', 'ranks': 'all', 'needs': None},
-        {'base': 'mesh', 'path': 'private.key', 'target': '/opt/nim/llm/pk/private.key', 'mode': 'ro',
+        {'base': 'mesh', 'path': 'private.key', 'target': nim_env.SSH_PRIVATE_KEY, 'mode': 'ro',
          'ranks': 'all', 'needs': None},
-        {'base': 'mesh', 'path': 'ssh_config', 'target': '/opt/nim/llm/.ssh/config', 'mode': 'ro',
+        {'base': 'mesh', 'path': 'ssh_config', 'target': nim_env.SSH_DIR + '/config', 'mode': 'ro',
          'ranks': 'all', 'needs': None},
-        {'base': 'group', 'path': 'hostfile', 'target': '/etc/mpi/hostfile', 'mode': 'ro',
+        {'base': 'group', 'path': 'hostfile', 'target': nim_env.MPI_HOSTFILE, 'mode': 'ro',
          'ranks': 'leader', 'needs': None},
-        {'base': 'mesh', 'path': 'authorized_keys', 'target': '/opt/nim/llm/.ssh/authorized_keys', 'mode': 'ro',
+        {'base': 'mesh', 'path': 'authorized_keys', 'target': nim_env.SSH_DIR + '/authorized_keys', 'mode': 'ro',
          'ranks': 'worker', 'needs': None},
-        {'base': 'mesh', 'path': 'ssh_host_ed25519_key', 'target': '/ssh-confs/ssh_host_ed25519_key', 'mode': 'ro',
+        {'base': 'mesh', 'path': 'ssh_host_ed25519_key', 'target': nim_env.SSH_HOST_KEY, 'mode': 'ro',
          'ranks': 'worker', 'needs': None},
     ),
     'ray': (
-        {'base': 'group', 'path': 'ray-token', 'target': '/run/secrets/nimstack-ray-token', 'mode': 'ro',
+        {'base': 'group', 'path': 'ray-token', 'target': nim_env.RAY_TOKEN_PATH, 'mode': 'ro',
          'ranks': 'all', 'needs': 'ray_token'},
     ),
     'leader_address': (),
