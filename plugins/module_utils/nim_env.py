@@ -547,6 +547,11 @@ def build_env(node_rank, tensor_parallel, pipeline_parallel=1, backend='docker',
         entries.update(_leader_address_env(v, size, leader, lws))
     else:
         entries.update(_mpi_env(v, size, gpus_per_rank, leader, lws))
+    if v['launch_contract'] == 'ray':
+        # Ray reports usage statistics from the head to usage-stats.ray.io every hour where nothing
+        # says otherwise and no console is interactive, as in a container (docs/contracts.md, ray):
+        # off, so that no group reaches outside the site; nim_extra_env may turn it on again.
+        entries['RAY_USAGE_STATS_ENABLED'] = _literal('0')
     if v['model_profile']:
         entries['NIM_MODEL_PROFILE'] = _literal(v['model_profile'])
     network_env, resources = _network_profile(v['network'], v['socket_ifname'], v['ib_hca'], v['gid_index'],

@@ -239,6 +239,8 @@ def test_lws_ray_contract_has_no_ssh_and_probes_the_worker(renders):
     assert {'name': 'ray', 'containerPort': 6379, 'protocol': 'TCP'} in work['ports']
     assert work['startupProbe']['exec']['command'] == ['/bin/sh', '-c', 'ray status']
     assert _env(lead)['NIM_JSONL_LOGGING'] == '0'
+    # No rank reports Ray's usage statistics outside the site.
+    assert _env(lead)['RAY_USAGE_STATS_ENABLED'] == _env(work)['RAY_USAGE_STATS_ENABLED'] == '0'
     assert set(_mounts(lead)) == set(_mounts(work)) == {'/model-store', '/dev/shm'}
 
 
@@ -339,6 +341,7 @@ def test_nimservice_ray_contract_sets_ray_never_mpi(renders):
     assert spec['multiNode']['ray'] == {'rayPort': 6379}
     assert 'mpi' not in spec['multiNode']
     assert {'name': 'NIM_JSONL_LOGGING', 'value': '0'} in spec['env']
+    assert {'name': 'RAY_USAGE_STATS_ENABLED', 'value': '0'} in spec['env']
     # AWS EFA profile: 4 EFA devices per GPU on p5.48xlarge, so 32 for the 8 GPUs of a pod.
     assert spec['resources']['limits'] == {'nvidia.com/gpu': '8', 'vpc.amazonaws.com/efa': '32'}
     assert {'name': 'FI_PROVIDER', 'value': 'efa'} in spec['env']

@@ -408,10 +408,13 @@ def test_mpi_worker_script_derives_keys_only_when_none_are_mounted(tmp_path):
 
 # --- the ray contract (docs/contracts.md, launch contracts) ---------------------------------------------------------
 
+RAY_USAGE_OFF = {'RAY_USAGE_STATS_ENABLED': '0'}
+
+
 def test_ray_leader_has_the_operator_env_with_json_logging_off_and_no_ssh_port():
     result = build_env(0, 8, 2, launch_contract='ray')
     expected = merged(COMMON, LEADER_ONLY, STANDARD, TCP,
-                      {'NIM_JSONL_LOGGING': '0', 'OMPI_MCA_plm_rsh_args': '-o ConnectionAttempts=20'})
+                      {'NIM_JSONL_LOGGING': '0', 'OMPI_MCA_plm_rsh_args': '-o ConnectionAttempts=20'}, RAY_USAGE_OFF)
     assert result['env'] == expected
     assert result['command'] == ['nim-serve-ray', '--head', '--port', '6379']
 
@@ -421,12 +424,23 @@ def test_ray_docker_worker_joins_the_leader_address():
                        namespace='nim', lws_name='llama-405b')
     assert result['command'] == ['nim-serve-ray', '--head-address', '10.0.0.11:6380']
     assert result['env'] == merged(COMMON, WORKER_ONLY, STANDARD, TCP,
-                                   {'NIM_JSONL_LOGGING': '0', 'LEADER_NAME': '10.0.0.11'})
+                                   {'NIM_JSONL_LOGGING': '0', 'LEADER_NAME': '10.0.0.11'}, RAY_USAGE_OFF)
 
 
 def test_ray_lws_worker_joins_through_the_lws_leader_address():
     result = build_env(1, 8, 2, backend='lws', launch_contract='ray')
     assert result['command'] == ['nim-serve-ray', '--head-address', '$(LWS_LEADER_ADDRESS):6379']
+
+
+def test_ray_reports_no_usage_statistics_unless_the_inventory_asks():
+    for rank in (0, 1):
+        assert build_env(rank, 8, 2, launch_contract='ray', leader_address='10.0.0.11')['env'][
+            'RAY_USAGE_STATS_ENABLED'] == '0'
+    assert build_env(0, 8, 2, launch_contract='ray', extra_env={'RAY_USAGE_STATS_ENABLED': '1'})['env'][
+        'RAY_USAGE_STATS_ENABLED'] == '1'
+    for contract in ('mpi', 'leader_address'):
+        assert 'RAY_USAGE_STATS_ENABLED' not in build_env(0, 8, 2, launch_contract=contract, socket_ifname='eth0',
+                                                          leader_address='10.0.0.11')['env']
 
 
 def test_ray_json_logging_stays_off_even_when_asked_for_false():
