@@ -235,8 +235,9 @@ def run_case(repo, case, workdir, shim_dir):
 
 def generated_cases():
     """Cases made from the declarations, not by hand: every one-line string setting at a value its
-    rule accepts, spoilt by a trailing newline (a YAML | block) in one case and by an escape in
-    another, each refused naming every variable (tests/bad_inputs/samples.py)."""
+    rule accepts, spoilt by a trailing newline (a YAML | block) in one case, by an escape in another
+    and, where it reaches a file's grammar, by a character that file reads specially in a third, each
+    refused naming every variable (tests/bad_inputs/samples.py)."""
     sys.path.insert(0, os.path.join(REPO, 'build', 'collections'))
     sys.path.insert(0, os.path.join(REPO, 'tests', 'bad_inputs'))
     from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import (
@@ -251,6 +252,10 @@ def generated_cases():
         spoilt = dict((name, value + spoil) for name, value in found if name not in skip)
         cases.append({'name': case_name, 'family': 'every kind', 'vars': spoilt, 'expect': 'refused',
                       'variables': sorted(spoilt)})
+    special = [(name, value) for name, value in samples.special_samples(RULES, check_value)
+               if value is not None and name != 'ansible_host']
+    cases.append({'name': 'every-string-setting-with-a-character-its-file-reads-specially', 'family': 'every kind',
+                  'vars': dict(special), 'expect': 'refused', 'variables': sorted(name for name, _value in special)})
     cases.append(clash_case(LISTENERS))
     cases.append(gid_case([gid[0] for gid in GIDS], GID_PURPOSE, GID_SECRETS))
     return cases

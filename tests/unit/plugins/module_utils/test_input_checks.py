@@ -513,6 +513,19 @@ def test_every_string_setting_refuses_its_valid_value_with_a_trailing_newline_or
     assert check_value(name, value[:1] + '\x00' + value[1:]) is not None
 
 
+def test_every_string_setting_that_reaches_a_file_refuses_what_the_file_reads_specially():
+    """A one-line string setting either refuses characters that a configuration file, a unit's line, a
+    shell or PromQL read specially (a quote, $, %, a space...), or is one of samples.FREE_TEXT, which
+    reach no such file: a new setting is named here until its rule says its file's grammar or it is
+    listed there, saying why."""
+    sys.path.insert(0, os.path.join(REPO, 'tests', 'bad_inputs'))
+    import samples  # pylint: disable=import-outside-toplevel
+    spoilt = samples.special_samples(RULES, check_value)
+    assert len(spoilt) > 100
+    assert sorted(name for name, value in spoilt if value is None) == []
+    assert sorted(samples.FREE_TEXT - set(RULES)) == []
+
+
 def _listener_pairs():
     """Every pair of listeners one host can hold: a Docker host watched by the monitoring that is also
     a front door and the monitoring host, with the contract auto (every contract's port)."""
