@@ -75,7 +75,8 @@ def _is_template(value):
 def declared(repo=REPO):
     """{name: declaration} over every role's argument specs, in name order."""
     found = {}
-    where = {}
+    first_place = {}
+    roles = {}
     for path in sorted(glob.glob(os.path.join(repo, 'roles', '*', 'meta', 'argument_specs.yml'))):
         role = path.split(os.sep)[-3]
         with open(path) as handle:
@@ -86,10 +87,10 @@ def declared(repo=REPO):
                 place = role if entry == 'main' else '%s:%s' % (role, entry)
                 if name in found and found[name] != facts:
                     raise DeclarationError('%s is declared differently by %s and %s: %r against %r'
-                                           % (name, where[name], place, found[name], facts))
+                                           % (name, first_place[name], place, found[name], facts))
                 found.setdefault(name, facts)
-                where.setdefault(name, place)
-                where[name + ' roles'] = sorted(set(where.get(name + ' roles', [])) | {role})
+                first_place.setdefault(name, place)
+                roles.setdefault(name, set()).add(role)
     table = {}
     for name in sorted(found):
         facts = found[name]
@@ -102,7 +103,7 @@ def declared(repo=REPO):
             entry['choices'] = tuple(facts['choices'])
         if facts.get('no_log'):
             entry['secret'] = True
-        entry['roles'] = tuple(where[name + ' roles'])
+        entry['roles'] = tuple(sorted(roles[name]))
         table[name] = entry
     return table
 
