@@ -109,10 +109,8 @@ def preflight_inputs(plan, play_hosts, host_vars, play_inputs, key_from_inventor
 def _gid_problems(name, secrets_gid, mesh_gid, ssh_mesh, container_gid):
     """The gids of a group's member that must not meet, as the inventory's check reads them
     (input_checks.GIDS): the ranks' and, where the group needs it, the mesh's secrets gid (mesh_gid
-    None: the default) are one, and neither is the containers' gid. A gid its rule refuses is named
-    by that rule, not here."""
-    if check_value('nim_docker_secrets_gid', '' if secrets_gid is None else secrets_gid):
-        return []
+    None: the default) are one, and neither is the containers' gid. secrets_gid is one its rule
+    accepts (a gid it refuses is named by that rule, not here)."""
     hvars = {'nim_docker_secrets_gid': secrets_gid, 'nim_docker_container_gid': container_gid, 'nfs_enabled': False,
              'nim_launch_contract': 'mpi' if ssh_mesh else 'ray'}
     if mesh_gid is not None:
@@ -143,6 +141,8 @@ def preflight_problems(plan, play_hosts, inputs, deploying=True, allow_partial=F
     elif 'groups' not in plan or 'hosts' not in plan:
         errors.append(NOT_A_PLAN)
     groups = dict((g.get('name'), g) for g in docker_groups(plan))
+    # The secrets group's gid by the controller's rule of the setting (inventory-wide nim_secrets_gid).
+    gid_problem = check_value('nim_docker_secrets_gid', '' if secrets_gid is None else secrets_gid)
     summaries = preflight_groups(plan, play_hosts, inputs)
     for summary in summaries:
         name = summary['name']
@@ -184,17 +184,15 @@ def preflight_problems(plan, play_hosts, inputs, deploying=True, allow_partial=F
         if present and launch.get('ssh_mesh') and mesh_port is not None and as_int(mesh_port) != as_int(ssh_port):
             errors.append("group '%s': nim_ssh_port=%s but ssh_mesh_port=%s; the containers sshd and the mesh"
                           ' ssh_config must agree on one port' % (name, ssh_port, mesh_port))
-        if present:
+        if present and not gid_problem:
             errors.extend(_gid_problems(name, secrets_gid, summary.get('mesh_gid'), launch.get('ssh_mesh'), container_gid))
     if canary not in (None, '') and canary not in groups:
         errors.append('nim_canary_group=%s (nim_docker_canary_group): not a Docker deployment group of the plan'
                       ' (accepts one of: %s)'
                       % (canary, ', '.join(sorted(str(g) for g in groups)) or 'none'))
-    # The secrets group's gid by the controller's rule of the setting (inventory-wide nim_secrets_gid).
-    problem = check_value('nim_docker_secrets_gid', '' if secrets_gid is None else secrets_gid)
-    if problem:
+    if gid_problem:
         errors.append('nim_docker_secrets_gid=%s %s; accepted: %s (inventory-wide nim_secrets_gid)'
-                      % (secrets_gid, problem, RULES['nim_docker_secrets_gid'].accepts))
+                      % (secrets_gid, gid_problem, RULES['nim_docker_secrets_gid'].accepts))
     for limits in [ulimits] + [s.get('ulimits') for s in summaries]:
         wrong = [str(u) for u in _as_list(limits) if not ULIMIT_PATTERN.match(str(u))]
         if wrong:
