@@ -16,21 +16,21 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.nimstack.multinode.plugins.module_utils import settings
+from ansible_collections.nimstack.multinode.plugins.module_utils import settings as declared
 from ansible_collections.nimstack.multinode.plugins.module_utils.group_members import groups_of
 from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import as_bool
 
 _BACKEND_NAME = re.compile(r'[^A-Za-z0-9_.-]+')
 
 # The role's settings frontend_problems() reads, with their declared defaults (roles/nim_frontend/meta/argument_specs.yml).
-SETTING_DEFAULTS = settings.defaults(('nim_frontend_state', 'nim_frontend_port', 'nim_frontend_metrics_port'))
+SETTING_DEFAULTS = declared.defaults(('nim_frontend_state', 'nim_frontend_port', 'nim_frontend_metrics_port'))
 # What drain_marks() reads of a front door's host, with the declared defaults.
-DRAIN_DEFAULTS = settings.defaults(('nim_frontend_state', 'nim_frontend_load_aware', 'nim_frontend_config_dir'))
+DRAIN_DEFAULTS = declared.defaults(('nim_frontend_state', 'nim_frontend_load_aware', 'nim_frontend_config_dir'))
 # The directory of the drain marks, under nim_frontend_config_dir.
 DRAINS_DIR = 'drains'
 # The group supervisor's settings on a front door's host, with the inventory-wide defaults
 # (nim_docker_supervisor and nim_docker_supervisor_port default to them).
-SUPERVISOR_DEFAULTS = settings.defaults(('nim_group_supervisor', 'nim_group_supervisor_port'))
+SUPERVISOR_DEFAULTS = declared.defaults(('nim_group_supervisor', 'nim_group_supervisor_port'))
 SETTING_NAMES = tuple(sorted(SETTING_DEFAULTS)) + tuple(sorted(SUPERVISOR_DEFAULTS)) + (
     'nim_docker_supervisor', 'nim_docker_supervisor_port')
 PROBLEM_ON_KUBERNETES = ("nim_frontend host %s is a host of group '%s', which runs on Kubernetes "

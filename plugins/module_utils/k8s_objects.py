@@ -27,7 +27,7 @@ import math
 import posixpath
 import re
 
-from ansible_collections.nimstack.multinode.plugins.module_utils import k8s_preflight, nim_alerts, settings
+from ansible_collections.nimstack.multinode.plugins.module_utils import k8s_preflight, nim_alerts, settings as declared
 from ansible_collections.nimstack.multinode.plugins.module_utils.frontend import served_model
 from ansible_collections.nimstack.multinode.plugins.module_utils.group_members import groups_of
 from ansible_collections.nimstack.multinode.plugins.module_utils.values import ansible_int as as_int, truthy as as_bool
@@ -35,7 +35,7 @@ from ansible_collections.nimstack.multinode.plugins.module_utils.k8s_operator im
 
 # The role's settings the objects read, with their declared defaults (roles/nim_k8s/meta/argument_specs.yml):
 # those of the preflight's rules and the objects' own.
-SETTING_DEFAULTS = dict(k8s_preflight.SETTING_DEFAULTS, **settings.defaults((
+SETTING_DEFAULTS = dict(k8s_preflight.SETTING_DEFAULTS, **declared.defaults((
     'nim_k8s_auth_secret', 'nim_k8s_pull_secret', 'nim_k8s_storage', 'nim_k8s_pvc_name', 'nim_k8s_storage_class',
     'nim_k8s_storage_size', 'nim_k8s_cache_profiles', 'nim_k8s_resources', 'nim_k8s_image_pull_policy',
     'nim_k8s_user_id', 'nim_k8s_group_id', 'nim_k8s_service_type', 'nim_k8s_startup_timeout',

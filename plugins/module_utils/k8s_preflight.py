@@ -16,7 +16,7 @@ __metaclass__ = type
 import os
 import re
 
-from ansible_collections.nimstack.multinode.plugins.module_utils import nim_alerts, settings
+from ansible_collections.nimstack.multinode.plugins.module_utils import nim_alerts, settings as declared
 from ansible_collections.nimstack.multinode.plugins.module_utils.group_members import groups_of
 from ansible_collections.nimstack.multinode.plugins.module_utils.values import truthy as as_bool
 
@@ -107,7 +107,7 @@ PROBLEM_RWX = ("group '%s' has %d ranks that all mount the model store: nim_k8s_
                "ReadWriteMany, got %s")
 
 # The role's settings k8s_problems() reads, with their declared defaults (roles/nim_k8s/meta/argument_specs.yml).
-SETTING_DEFAULTS = settings.defaults((
+SETTING_DEFAULTS = declared.defaults((
     'nim_k8s_render_dir', 'nim_k8s_backend', 'nim_k8s_scheduler', 'nim_k8s_kai_queue', 'nim_k8s_volcano_queue',
     'nim_k8s_exclusive_topology', 'nim_k8s_restart_policy', 'nim_k8s_rollout_max_unavailable',
     'nim_k8s_rollout_max_surge', 'nim_k8s_rollout_partition', 'nim_k8s_priority_class',

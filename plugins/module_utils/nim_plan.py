@@ -24,15 +24,11 @@ from ansible_collections.nimstack.multinode.plugins.module_utils.group_members i
 from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import as_bool, as_int, image_reference, operator_image
 from ansible_collections.nimstack.multinode.plugins.module_utils.nim_parallelism import plan_parallelism
 from ansible_collections.nimstack.multinode.plugins.module_utils.nim_contract import ContractError, resolve_contract
-from ansible_collections.nimstack.multinode.plugins.module_utils import nim_env
+from ansible_collections.nimstack.multinode.plugins.module_utils import nim_env, settings as declared
 from ansible_collections.nimstack.multinode.plugins.module_utils.nim_env import NimEnvError, build_env
-from ansible_collections.nimstack.multinode.plugins.module_utils import settings
 
 DEPLOYMENT_MODES = ('docker', 'kubernetes')
 DEFAULT_GROUP = 'default'
-
-# Where the model cache is mounted inside every NIM container (docs/contracts.md: NIM_CACHE_PATH).
-CONTAINER_CACHE_PATH = nim_env.CACHE_PATH
 
 # The public group variables the plan reads; their defaults are the declared ones (None: no default;
 # roles/validate_inventory/meta/argument_specs.yml, entry point inventory).
@@ -44,9 +40,9 @@ SETTING_NAMES = tuple(sorted((
     'nim_ray_port', 'nim_master_port', 'nim_shm_size_gb', 'nim_log_level', 'nim_extra_env',
     'nim_frontend_model', 'nim_k8s_namespace', 'nim_k8s_replicas', 'nim_k8s_autoscaling',
 )))
-SETTING_DEFAULTS = settings.defaults(SETTING_NAMES)
+SETTING_DEFAULTS = declared.defaults(SETTING_NAMES)
 REQUIRED_SETTINGS = ('nim_image', 'nim_image_tag', 'nim_tensor_parallel')
-INT_SETTINGS = tuple(name for name in SETTING_NAMES if settings.DECLARED[name]['type'] == 'int')
+INT_SETTINGS = tuple(name for name in SETTING_NAMES if declared.DECLARED[name]['type'] == 'int')
 PORT_SETTINGS = ('nim_api_port', 'nim_ssh_port', 'nim_ray_port', 'nim_master_port')
 PROBLEM_PORT_CLASH = ("group '%s': nim_api_port=%d is also its nim_%s_port: the leader listens on both (on the host "
                       "network with Docker, in one pod on Kubernetes); give each its own port")
@@ -260,7 +256,7 @@ def _rank_env(rank, leader, settings, plan, mode, size, object_name, namespace, 
         lws_name=object_name if mode == 'kubernetes' else None,
         ray_port=settings['nim_ray_port'], master_port=settings['nim_master_port'],
         model_profile=settings['nim_model_profile'], log_level=settings['nim_log_level'],
-        cache_path=CONTAINER_CACHE_PATH, extra_env=settings['nim_extra_env'])
+        cache_path=nim_env.CACHE_PATH, extra_env=settings['nim_extra_env'])
 
 
 # How each launch contract starts a group, as data the launchers read instead of branching on the
@@ -287,7 +283,7 @@ LAUNCH = {
 # ranks which ranks mount it, needs a launch property that must hold (the Ray token only where
 # token authentication is on).
 _MOUNTS_ALL = (
-    {'base': 'cache', 'path': '', 'target': CONTAINER_CACHE_PATH, 'mode': 'rw', 'ranks': 'all', 'needs': None},
+    {'base': 'cache', 'path': '', 'target': nim_env.CACHE_PATH, 'mode': 'rw', 'ranks': 'all', 'needs': None},
 )
 _MOUNTS = {
     'mpi': (

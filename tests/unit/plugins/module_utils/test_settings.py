@@ -31,6 +31,8 @@ PUBLISHED_FACTS = {'docker_restart_pending'}
 _READ = re.compile(r'\b((?:%s)[a-z0-9_]+|ansible_host|ansible_port)\s*\|\s*default\(([^()]*)\)?'
                    % '|'.join(re.escape(prefix) for prefix in input_checks.SETTING_PREFIXES + ('nimstack_',)))
 _JINJA_WORDS = {'true': 'True', 'false': 'False', 'none': 'None'}
+# What _literal returns for an argument that is not a plain literal (a template, a variable).
+NOT_LITERAL = object()
 
 
 def _script():
@@ -61,13 +63,13 @@ def _reads():
 
 
 def _literal(argument):
-    """The Python value of a default's argument where it is a plain literal, else a marker
+    """The Python value of a default's argument where it is a plain literal, else NOT_LITERAL
     (default(VALUE, true) gives VALUE, as for an unset variable)."""
     text = re.sub(r'\b(true|false|none)\b', lambda m: _JINJA_WORDS[m.group(1)], argument.strip())
     try:
         value = ast.literal_eval(text)
     except (SyntaxError, ValueError):
-        return _literal
+        return NOT_LITERAL
     if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], bool):
         return value[0]
     return value
@@ -111,7 +113,7 @@ def test_every_default_read_is_the_declared_one():
         if declared is None or argument is None or 'default' not in declared:
             continue
         value = _literal(argument)
-        if value is _literal:
+        if value is NOT_LITERAL:
             continue
         compared += 1
         if value != declared['default'] and str(value) != str(declared['default']):
