@@ -1,9 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, nimstack maintainers
 # SPDX-License-Identifier: Apache-2.0
-"""Filters bundle_plan, bundle_problems and bundle_env: what an offline bundle must hold for the
-inventory, what keeps a bundle from serving the run, and the environment of apt in offline mode
-(docs in bundle_plan.yml, bundle_problems.yml and bundle_env.yml)."""
+"""Filters bundle_plan, bundle_sources, bundle_problems and bundle_env: what an offline bundle must
+hold for the inventory and from which vendors' repositories, what keeps a bundle from serving the run,
+and the environment of apt in offline mode (docs in bundle_plan.yml, bundle_sources.yml,
+bundle_problems.yml and bundle_env.yml)."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -47,6 +48,15 @@ def bundle_plan(hostvars, groups, platforms, node_group='nim_nodes', extra=()):
     return plan
 
 
+def bundle_sources(hostvars, groups, platforms, node_group='nim_nodes'):
+    """{platform: [{name, uri, key_url}]}: the vendors' repositories the inventory's hosts install from."""
+    kinds, vars_by_host = _kinds(hostvars, groups, node_group)
+    try:
+        return dict((platform, _bundle.wanted_sources(kinds, vars_by_host, platform)) for platform in platforms or ())
+    except ValueError as exc:
+        raise AnsibleFilterError('bundle_sources: %s' % exc)
+
+
 def bundle_problems(hostvars, groups, url, node_group='nim_nodes'):
     """What keeps the bundle at url from serving this run's hosts (their facts read), each named."""
     if not url:
@@ -62,8 +72,11 @@ def bundle_problems(hostvars, groups, url, node_group='nim_nodes'):
         manifest = _bundle.read_manifest(_bundle.fetch(url.rstrip('/') + '/' + _bundle.MANIFEST))
     except OSError as exc:
         return ['nimstack_bundle_url: cannot read the bundle\'s manifest: %s' % exc]
-    problems = _bundle.manifest_problems(manifest, _bundle.wanted_packages(kinds, vars_by_host, platforms),
-                                         platforms, _bundle.served(url))
+    hardware = dict((host, _bundle.parse_hardware(hostvars[host][_bundle.HARDWARE_FACT]))
+                    for host in kinds if _bundle.HARDWARE_FACT in hostvars[host])
+    problems = _bundle.manifest_problems(
+        manifest, _bundle.wanted_packages(kinds, vars_by_host, platforms, hardware_by_host=hardware),
+        platforms, _bundle.served(url))
     if unknown:
         problems.append('the distribution of %s is not known yet (its facts were not gathered), so the bundle cannot '
                         'be checked for it' % ', '.join(unknown))
@@ -88,5 +101,6 @@ def packages_missing(wanted, installed):
 
 class FilterModule(object):
     def filters(self):
-        return {'bundle_plan': bundle_plan, 'bundle_problems': bundle_problems, 'bundle_env': bundle_env,
+        return {'bundle_plan': bundle_plan, 'bundle_sources': bundle_sources, 'bundle_problems': bundle_problems,
+                'bundle_env': bundle_env,
                 'packages_missing': packages_missing}

@@ -12,7 +12,14 @@ and served to the site's hosts from one URL (``nimstack_bundle_url``):
 - ``apt/<platform>/``: one flat apt repository per platform (``debian-12``, ``ubuntu-22.04``...), its
   ``InRelease`` signed by the bundle's own key (``apt/<platform>/bundle.asc``): the packages the
   roles install on that platform with their dependencies, as a host of the platform's base image
-  lacks them.
+  lacks them, from the platform's own sources and from the vendors' repositories the roles define
+  (NVIDIA's CUDA and libnvidia-container repositories, DOCA: ``sources``), each verified with its
+  own key (``keys/``).
+
+Which NVIDIA packages a host needs depends on its hardware: the maker, which sees no host, takes
+them for every host whose NVIDIA roles are on; the check before a run (``hardware``: what the OS
+check read on each host) asks them only of a host with an NVIDIA GPU and no driver (or toolkit)
+there yet, with the headers of the kernel it runs.
 
 The packages a host needs are read from the roles themselves, never listed here: each role's
 ``defaults/main.yml`` for its switches, and its package variables from ``vars/main.yml`` and the
@@ -33,6 +40,7 @@ try:
 except ImportError:  # pragma: no cover - Python 2
     from urllib import quote  # pylint: disable=no-name-in-module
 
+from ansible_collections.nimstack.multinode.plugins.module_utils import driver_plan, toolkit_plan
 from ansible_collections.nimstack.multinode.plugins.module_utils.values import truthy
 
 try:
@@ -49,12 +57,22 @@ APT_CONFIG = '/run/nimstack/bundle/apt.conf'
 # The platforms a bundle can hold packages for: name -> the facts of a host of it. The names are
 # what nimstack_bundle_platforms takes.
 PLATFORMS = {
-    'debian-12': {'distribution': 'Debian', 'distribution_major_version': '12', 'os_family': 'Debian'},
+    'debian-12': {'distribution': 'Debian', 'distribution_major_version': '12', 'os_family': 'Debian',
+                  'distribution_release': 'bookworm'},
     'ubuntu-22.04': {'distribution': 'Ubuntu', 'distribution_major_version': '22', 'os_family': 'Debian',
-                     'distribution_version': '22.04'},
+                     'distribution_version': '22.04', 'distribution_release': 'jammy'},
     'ubuntu-24.04': {'distribution': 'Ubuntu', 'distribution_major_version': '24', 'os_family': 'Debian',
-                     'distribution_version': '24.04'},
+                     'distribution_version': '24.04', 'distribution_release': 'noble'},
 }
+
+
+# The kernel headers a platform's hosts build the driver's modules against, where the maker knows no
+# host's kernel: the distribution's metapackage of its current kernel (a host running another kernel
+# needs linux-headers-<its kernel> in nimstack_bundle_extra_packages; the check names it).
+HEADERS_META = {'debian-12': 'linux-headers-amd64', 'ubuntu-22.04': 'linux-headers-generic',
+                'ubuntu-24.04': 'linux-headers-generic'}
+# A bundle holds the packages of the machine that made it: x86_64. The vendors' directories by it.
+ARCHITECTURE = {'cuda': 'x86_64', 'deb': 'amd64', 'doca': 'x86_64'}
 
 
 def platform_of(facts):
@@ -117,10 +135,12 @@ def _list(value):
 class _Host(object):
     """One host's view of a role's variables: the inventory's value, else the role's default."""
 
-    def __init__(self, hvars, platform, root):
+    def __init__(self, hvars, platform, root, hardware=None):
         self.hvars = hvars or {}
         self.platform = platform
         self.root = root
+        # What the host showed (parse_hardware); None where no host is seen (the maker).
+        self.hardware = hardware
 
     def get(self, role, name):
         if name in self.hvars:
@@ -136,16 +156,107 @@ class _Host(object):
         return True if value is None else truthy(value)
 
 
+def _needs(host, role, present):
+    """Whether a host gets the NVIDIA packages of a role: on the maker's side wherever the role is on;
+    on a host, where it has an NVIDIA GPU and the role's part (driver or toolkit) is not there yet."""
+    if not host.on(role):
+        return False
+    return host.hardware is None or (host.hardware['gpu'] and not host.hardware[present])
+
+
+def _nvidia_driver(host):
+    if not _needs(host, 'nvidia_driver', 'driver'):
+        return []
+    branch, version = host.get('nvidia_driver', 'nvidia_driver_branch'), host.get('nvidia_driver', 'nvidia_driver_version')
+    suffix = driver_plan.version_suffix('apt', branch, version)
+    flavour = str(host.get('nvidia_driver', 'nvidia_driver_kernel_modules'))
+    meta = host.var('nvidia_driver', '_nvidia_driver_meta_packages')[flavour]
+    fabric = truthy(host.get('nvidia_driver', 'nvidia_driver_fabric_manager_enabled')) and (
+        host.hardware is None or host.hardware['nvswitch'])
+    versioned = ([meta] + (_list(host.var('nvidia_driver', '_nvidia_driver_fabric_packages')) if fabric else [])
+                 + (_list(host.var('nvidia_driver', '_nvidia_driver_imex_packages'))
+                    if truthy(host.get('nvidia_driver', 'nvidia_driver_imex_enabled')) else []))
+    headers = ('linux-headers-%s' % host.hardware['kernel'] if host.hardware and host.hardware['kernel']
+               else HEADERS_META[host.platform])
+    return ([driver_plan.PINNING_PREFIX + str(version or branch)] + [name + suffix for name in versioned]
+            + _list(host.var('nvidia_driver', '_nvidia_driver_prerequisites')) + [headers])
+
+
+def _nvidia_toolkit(host):
+    if not _needs(host, 'nvidia_container_toolkit', 'toolkit'):
+        return []
+    return toolkit_plan.toolkit_packages(host.var('nvidia_container_toolkit', '_nvidia_container_toolkit_packages'),
+                                         host.get('nvidia_container_toolkit', 'nvidia_container_toolkit_version'), 'apt')
+
+
+def _doca(host):
+    return (host.on('rdma') and not _list(host.get('rdma', 'rdma_packages'))
+            and str(host.get('rdma', 'rdma_install_source')) == 'doca')
+
+
+def _url(value):
+    return str(value or '').rstrip('/')
+
+
+def host_sources(hvars, platform, root=ROOT):
+    """[{name, uri, key_url[, suite, components]}]: the vendors' apt repositories a host of the platform
+    installs from, composed as the roles compose them (nvidia_driver's plan, nvidia_container_toolkit's
+    plan.yml, rdma's and docker's vars) from the inventory's values or the roles' defaults; a repository
+    without a suite is flat (suite "/")."""
+    host = _Host(hvars, platform, root)
+    facts = PLATFORMS[platform]
+    found = []
+    if _docker_source(host) == 'docker':
+        uri = '%s/%s' % (_url(host.get('docker', 'docker_repo_url')), host.var('docker', '_docker_repo_distribution'))
+        key = host.get('docker', 'docker_repo_gpg_key_url') or uri + '/gpg'
+        found.append({'name': 'docker', 'uri': uri, 'key_url': str(key), 'suite': facts['distribution_release'],
+                      'components': str(host.get('docker', 'docker_repo_channel'))})
+    if host.on('nvidia_driver'):
+        uri = _url(host.get('nvidia_driver', 'nvidia_driver_repo_url'))
+        if not uri:
+            release = facts.get('distribution_version', facts['distribution_major_version'])
+            distro = facts['distribution'].lower() + release.replace('.', '')
+            uri = '%s/%s/%s' % (_url(host.get('nvidia_driver', 'nvidia_driver_repo_base_url')), distro,
+                                ARCHITECTURE['cuda'])
+        key = host.get('nvidia_driver', 'nvidia_driver_repo_key_url') or '%s/%s' % (
+            uri, role_vars('nvidia_driver', platform, root).get('_nvidia_driver_repo_key_file'))
+        found.append({'name': 'nvidia-cuda', 'uri': uri + '/', 'key_url': str(key)})
+    if host.on('nvidia_container_toolkit'):
+        base = _url(host.get('nvidia_container_toolkit', 'nvidia_container_toolkit_repo_base_url'))
+        uri = _url(host.get('nvidia_container_toolkit', 'nvidia_container_toolkit_repo_url')) or '%s/%s/deb/%s' % (
+            base, host.get('nvidia_container_toolkit', 'nvidia_container_toolkit_repo_channel'), ARCHITECTURE['deb'])
+        key = host.get('nvidia_container_toolkit', 'nvidia_container_toolkit_repo_key_url') or base + '/gpgkey'
+        found.append({'name': 'nvidia-container-toolkit', 'uri': uri + '/', 'key_url': str(key)})
+    if _doca(host):
+        label = str(host.get('rdma', 'rdma_doca_os_label') or '')
+        if not label:
+            if 'distribution_version' not in facts:
+                raise ValueError('rdma_doca_os_label: DOCA names its %s directory by the point release '
+                                 '(debian12.5...); set it for a bundle' % platform)
+            label = facts['distribution'].lower() + facts['distribution_version']
+        uri = '%s/%s/%s/%s' % (_url(host.get('rdma', 'rdma_doca_repo_url')), host.get('rdma', 'rdma_doca_version'),
+                               label, ARCHITECTURE['doca'])
+        found.append({'name': 'doca', 'uri': uri + '/', 'key_url': str(host.get('rdma', 'rdma_doca_gpg_key_url'))})
+    return found
+
+
+def _docker_source(host):
+    """Where the docker role installs the engine from on the platform ('distribution', 'docker'...)."""
+    if not host.on('docker'):
+        return ''
+    source = str(host.get('docker', 'docker_install_source') or 'auto')
+    if source == 'auto':
+        source = str(host.var('docker', '_docker_default_source') or 'distribution')
+    return source
+
+
 def _docker(host):
     if not host.on('docker'):
         return []
     chosen = _list(host.get('docker', 'docker_packages'))
     if chosen:
         return chosen
-    source = str(host.get('docker', 'docker_install_source') or 'auto')
-    if source == 'auto':
-        source = str(host.var('docker', '_docker_default_source') or 'distribution')
-    return _list((host.var('docker', '_docker_packages') or {}).get(source))
+    return _list((host.var('docker', '_docker_packages') or {}).get(_docker_source(host)))
 
 
 def _ssh_mesh(host):
@@ -173,8 +284,8 @@ def _rdma(host):
     chosen = _list(host.get('rdma', 'rdma_packages'))
     if chosen:
         return chosen
-    if str(host.get('rdma', 'rdma_install_source')) == 'doca':
-        return []  # NVIDIA's DOCA repository: not in a bundle yet (docs/offline.md)
+    if _doca(host):
+        return _list(host.get('rdma', 'rdma_doca_packages'))
     return _list(host.var('rdma', '_rdma_distribution_packages'))
 
 
@@ -202,7 +313,8 @@ def _nfs_server(host):
 
 # What each kind of host installs from its distribution, role by role, in the playbooks' order.
 KIND_ROLES = (
-    ('docker', (('docker', _docker), ('rdma', _rdma), ('nfs', _nfs_client), ('ssh_mesh', _ssh_mesh),
+    ('docker', (('nvidia_driver', _nvidia_driver), ('nvidia_container_toolkit', _nvidia_toolkit),
+                ('docker', _docker), ('rdma', _rdma), ('nfs', _nfs_client), ('ssh_mesh', _ssh_mesh),
                 ('nim_firewall', _firewall), ('nim_docker', _nim_docker))),
     ('exporters', (('monitoring', _exporters),)),
     ('frontend', (('nim_frontend', _frontend),)),
@@ -211,9 +323,10 @@ KIND_ROLES = (
 )
 
 
-def host_packages(kinds, hvars, platform, root=ROOT):
-    """[(role, package)] a host of these kinds installs from its distribution, each package once."""
-    host = _Host(hvars, platform, root)
+def host_packages(kinds, hvars, platform, root=ROOT, hardware=None):
+    """[(role, package)] a host of these kinds installs, each package once; hardware: what the host
+    showed (parse_hardware), None on the maker's side."""
+    host = _Host(hvars, platform, root, hardware)
     seen, found = set(), []
     for kind, roles in KIND_ROLES:
         if kind not in kinds:
@@ -226,18 +339,43 @@ def host_packages(kinds, hvars, platform, root=ROOT):
     return found
 
 
-def wanted_packages(kinds_by_host, vars_by_host, platforms_by_host, root=ROOT):
+def wanted_packages(kinds_by_host, vars_by_host, platforms_by_host, root=ROOT, hardware_by_host=None):
     """{platform: {package: [roles]}} over every host: what the bundle must hold."""
     wanted = {}
     for host in sorted(kinds_by_host):
         platform = platforms_by_host.get(host)
         if not platform:
             continue
-        for role, name in host_packages(kinds_by_host[host], vars_by_host.get(host), platform, root):
+        hardware = hardware_by_host.get(host) if hardware_by_host is not None else None
+        for role, name in host_packages(kinds_by_host[host], vars_by_host.get(host), platform, root, hardware):
             roles = wanted.setdefault(platform, {}).setdefault(name, [])
             if role not in roles:
                 roles.append(role)
     return wanted
+
+
+def wanted_sources(kinds_by_host, vars_by_host, platform, root=ROOT):
+    """[{name, uri, key_url}] of the Docker hosts' vendor repositories for one platform, each URI once."""
+    found, seen = [], set()
+    for host in sorted(h for h, kinds in kinds_by_host.items() if 'docker' in kinds):
+        for source in host_sources(vars_by_host.get(host), platform, root):
+            if source['uri'] not in seen:
+                seen.add(source['uri'])
+                found.append(source)
+    return found
+
+
+def parse_hardware(result):
+    """What the OS check's read of a host says ("gpu", "nvswitch", "driver", "toolkit", "kernel <release>"
+    lines; roles/validate_inventory/tasks/os.yml): {gpu, nvswitch, driver, toolkit, kernel}; None where
+    the read did not run (the host is then asked for everything its roles may install)."""
+    if not isinstance(result, dict) or 'stdout_lines' not in result:
+        return None
+    lines = [str(line).split() for line in result['stdout_lines'] or ()]
+    words = set(parts[0] for parts in lines if parts)
+    kernel = [parts[1] for parts in lines if len(parts) == 2 and parts[0] == 'kernel']
+    return {'gpu': 'gpu' in words, 'nvswitch': 'nvswitch' in words, 'driver': 'driver' in words,
+            'toolkit': 'toolkit' in words, 'kernel': kernel[0] if kernel else ''}
 
 
 def manifest_problems(manifest, wanted, platforms_by_host, present=None):
@@ -263,8 +401,11 @@ def manifest_problems(manifest, wanted, platforms_by_host, present=None):
             continue
         requested = repo.get('requested') or {}
         files = dict((f.get('path'), f) for f in repo.get('files') or [] if isinstance(f, dict))
+        # A name the maker was not asked for may still be there as another's dependency (the headers
+        # of one kernel, under the distribution's metapackage): a package of the index counts.
+        indexed = set(f.get('name') for f in files.values() if str(f.get('path', '')).endswith('.deb'))
         for name in sorted(wanted[platform]):
-            if name not in requested:
+            if name not in requested and name not in indexed:
                 problems.append('the bundle has no package %s for %s, which role %s installs; make the bundle again '
                                 'from this inventory' % (name, platform, ', '.join(wanted[platform][name])))
         if present is None:
@@ -286,8 +427,18 @@ def read_manifest(text):
 
 # The inventory variables the package choice above reads (besides the roles' own defaults).
 READS = ('nim_deployment_mode', 'nim_group_firewall', 'nim_firewall_enabled', 'docker_enabled', 'docker_packages',
-         'docker_install_source', 'rdma_enabled', 'rdma_packages', 'rdma_install_source', 'nfs_enabled',
-         'nfs_mount_enabled', 'ssh_mesh_enabled', 'nim_docker_enabled', 'monitoring_manage_packages', 'monitoring_mode')
+         'docker_install_source', 'docker_repo_url', 'docker_repo_channel', 'docker_repo_gpg_key_url', 'rdma_enabled',
+         'rdma_packages', 'rdma_install_source', 'rdma_doca_repo_url',
+         'rdma_doca_version', 'rdma_doca_os_label', 'rdma_doca_gpg_key_url', 'rdma_doca_packages', 'nfs_enabled',
+         'nfs_mount_enabled', 'ssh_mesh_enabled', 'nim_docker_enabled', 'monitoring_manage_packages', 'monitoring_mode',
+         'nvidia_driver_enabled', 'nvidia_driver_branch', 'nvidia_driver_version', 'nvidia_driver_kernel_modules',
+         'nvidia_driver_fabric_manager_enabled', 'nvidia_driver_imex_enabled', 'nvidia_driver_repo_url',
+         'nvidia_driver_repo_base_url', 'nvidia_driver_repo_key_url', 'nvidia_container_toolkit_enabled',
+         'nvidia_container_toolkit_version', 'nvidia_container_toolkit_repo_url',
+         'nvidia_container_toolkit_repo_base_url', 'nvidia_container_toolkit_repo_channel',
+         'nvidia_container_toolkit_repo_key_url')
+# The fact the OS check leaves on each Docker host in offline mode: its read of the hardware.
+HARDWARE_FACT = '__validate_inventory_bundle_hardware'
 
 
 def host_kinds(groups, nodes, vars_by_host):

@@ -96,6 +96,16 @@ def installed_version(installed, package):
     return re.sub(r'-.*$', '', re.sub(r'^[0-9]+:', '', value))
 
 
+def version_suffix(pkg_mgr, branch, version):
+    """What follows a driver package's name to pin it: apt picks the newest version matching the
+    pattern, so a branch pin selects the branch; dnf gets the branch from the module stream and the
+    exact version from the spec."""
+    branch, version = _text(branch), _text(version)
+    if pkg_mgr == 'apt':
+        return '=' + (version + '-*' if version else branch + '.*')
+    return '-' + version if version else ''
+
+
 def _repo_url(inputs, architecture):
     url = _text(inputs.get('repo_url'))
     if url:
@@ -143,12 +153,7 @@ def driver_plan(inputs):
                     if fabric and nvlink5 and architecture == 'x86_64' else [])
                  + (list(_get(inputs, 'imex_packages')) if imex else []))
     unversioned = list(_get(inputs, 'nvlink5_packages')) if fabric and nvlink5 else []
-    # apt picks the newest version matching the pattern, so a branch pin selects the branch;
-    # dnf gets the branch from the module stream and the exact version from the spec.
-    if apt:
-        suffix = '=' + (version + '-*' if version else branch + '.*')
-    else:
-        suffix = '-' + version if version else ''
+    suffix = version_suffix(pkg_mgr, branch, version)
 
     current = installed_version(installed, meta)
     pinning_package = PINNING_PREFIX + pin if apt else ''

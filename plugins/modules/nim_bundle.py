@@ -15,10 +15,11 @@ description:
     dependency a host of the platform's base image lacks, signs each with the bundle's own key, and
     writes C(manifest.json) listing every file with its source, version, size and sha256.
   - The packages are resolved and downloaded by the platform's own apt, in a throwaway container of
-    O(platforms)' image (C(docker run --rm)), so that the dependencies are the platform's. The index
+    O(platforms)' image (C(docker run --rm)), so that the dependencies are the platform's, from the
+    platform's own sources and the vendors' repositories of O(sources), each verified with its own key. The index
     (C(Packages), C(Release)) is made by C(apt-ftparchive) in the same container; the signature by
     C(gpg) on this machine, with a key kept in O(signing_dir), outside the bundle.
-  - A platform whose packages, image and key are those the manifest records, and whose files are
+  - A platform whose packages, image, vendors' repositories and keys are those the manifest records, and whose files are
     all there with their sizes, is left alone and fetches nothing. Otherwise apt downloads only
     what the repository lacks (a file already there with the right hash is kept), and files no
     longer needed are removed.
@@ -44,6 +45,14 @@ options:
     description: Each platform and the names of the packages its hosts install.
     type: dict
     required: true
+  sources:
+    description:
+      - Each platform and the vendors' flat apt repositories its packages come from besides the platform's
+        own (C(nimstack.multinode.bundle_sources)), each a dict of C(name), C(uri) and C(key_url).
+      - Each key is fetched once into C(keys/<name>-<platform>.asc) of the bundle (again only when its URL
+        changes) and apt verifies the repository with it; the manifest records its URL and sha256.
+    type: dict
+    default: {}
   docker:
     description: The docker command.
     type: str
@@ -106,9 +115,13 @@ from ansible_collections.nimstack.multinode.plugins.module_utils import bundle
 # whatever the pool already holds; download into the pool, where apt keeps a file that is there with
 # its hash; drop what the list no longer names; index the pool with apt-ftparchive (installed in the
 # throwaway container only).
+# The vendors' repositories: SOURCES, one "<uri> <key file> <suite> [<component>...]" line each.
 SCRIPT = r'''
 set -eu
 export DEBIAN_FRONTEND=noninteractive
+printf '%s\n' "${SOURCES:-}" | while read -r uri key rest; do
+  [ -n "$uri" ] && echo "deb [signed-by=/keys/$key] $uri $rest"
+done > /etc/apt/sources.list.d/nimstack-bundle-vendors.list
 apt-get update -qq >/dev/null
 mkdir -p /tmp/empty/partial /repo/pool/partial
 apt-get install -qq -y --no-install-recommends --print-uris -o Dir::Cache::archives=/tmp/empty/ "$@" \
@@ -161,8 +174,23 @@ def parse_packages(text):
     return entries
 
 
-def fingerprint(image_id, names, key):
-    return hashlib.sha256(json.dumps([image_id, sorted(names), key]).encode('utf-8')).hexdigest()
+def fingerprint(image_id, names, key, sources=()):
+    """What a platform's repository is made from: the base image, the packages, the bundle's key and the
+    vendors' repositories with their keys' hashes."""
+    made_of = [image_id, sorted(names), key]
+    if sources:
+        made_of.append(sorted((s['uri'], s.get('suite', ''), s.get('components', ''), s['sha256']) for s in sources))
+    return hashlib.sha256(json.dumps(made_of).encode('utf-8')).hexdigest()
+
+
+def key_file(source, platform, text):
+    """The name of a vendor's key in keys/: apt reads an armored key only with the .asc suffix."""
+    return '%s-%s.%s' % (source['name'], platform, 'asc' if text.lstrip().startswith(b'-----BEGIN') else 'gpg')
+
+
+# Where this machine keeps its certificate authorities, handed to the container's apt for https
+# sources (the platform's image may have none, and installing them would hide them from the pool).
+CA_FILES = ('/etc/ssl/certs/ca-certificates.crt', '/etc/pki/tls/certs/ca-bundle.crt')
 
 
 def intact(dest, record):
@@ -182,10 +210,10 @@ class Maker(object):
         self.docker = module.get_bin_path(self.p['docker'], required=True)
         self.gpg = module.get_bin_path('gpg', required=True)
 
-    def run(self, cmd, **kwargs):
-        rc, out, err = self.module.run_command(cmd, **kwargs)
+    def run(self, cmd, what=None):
+        rc, out, err = self.module.run_command(cmd)
         if rc != 0:
-            self.module.fail_json(msg='%s failed (rc %d): %s' % (' '.join(cmd[:4]), rc, (err or out)[-2000:]))
+            self.module.fail_json(msg='%s failed (rc %d): %s' % (what or ' '.join(cmd[:4]), rc, (err or out)[-2000:]))
         return out
 
     def gpg_cmd(self, *args):
@@ -215,12 +243,47 @@ class Maker(object):
                                       'first' % (image, err.strip()))
         return out.strip()
 
-    def platform(self, name, image, names, key):
+    def vendor_keys(self, name, old):
+        """The platform's vendor repositories, each with its key in keys/ (fetched where missing or
+        where its URL changed): [{name, uri, key_url, key, sha256}]."""
+        known = dict((s.get('key_url'), s) for s in old.get('sources') or [])
+        found = []
+        for source in self.p['sources'].get(name) or []:
+            source = dict((k, str(source[k])) for k in ('name', 'uri', 'key_url', 'suite', 'components') if source.get(k))
+            record = known.get(source['key_url'])
+            path = os.path.join(self.dest, 'keys', record['key']) if record else ''
+            if not (record and os.path.isfile(path) and sha256(path) == record.get('sha256')):
+                try:
+                    text = bundle.fetch(source['key_url'], timeout=30)
+                except (OSError, IOError) as exc:
+                    self.module.fail_json(msg='cannot fetch the key of %s (%s): %s' % (source['name'], source['uri'], exc))
+                path = os.path.join(self.dest, 'keys', key_file(source, name, text))
+                if not self.module.check_mode:
+                    with open(path + '.tmp', 'wb') as handle:
+                        handle.write(text)
+                    os.replace(path + '.tmp', path)
+                digest = hashlib.sha256(text).hexdigest()
+            else:
+                digest = record['sha256']
+            source.update({'key': os.path.basename(path), 'sha256': digest})
+            found.append(source)
+        return found
+
+    def platform(self, name, image, names, key, sources):
         """Fetch one platform's repository; the files of its manifest record."""
         repo = os.path.join(self.dest, bundle.apt_path(name))
         os.makedirs(os.path.join(repo, 'pool'), exist_ok=True)
-        self.run([self.docker, 'run', '--rm', '-v', '%s:/repo' % repo, image, 'sh', '-c', SCRIPT, 'bundle']
-                 + sorted(names))
+        cmd = [self.docker, 'run', '--rm', '-v', '%s:/repo' % repo]
+        if sources:
+            lines = [' '.join([s['uri'], s['key'], s.get('suite') or '/'] + ([s['components']] if s.get('components') else []))
+                     for s in sources]
+            cmd += ['-v', '%s:/keys:ro' % os.path.join(self.dest, 'keys'), '-e', 'SOURCES=' + '\n'.join(lines)]
+            authorities = [ca for ca in CA_FILES if os.path.isfile(ca)]
+            if authorities and any(s['uri'].startswith('https:') for s in sources):
+                cmd += ['-v', '%s:/etc/ssl/certs/ca-certificates.crt:ro' % authorities[0]]
+        self.run(cmd + [image, 'sh', '-c', SCRIPT, 'bundle'] + sorted(names),
+                 what='resolving and downloading the packages of %s in %s, from its own sources%s' % (
+                     name, image, ''.join(' and %s (%s)' % (s['name'], s['uri']) for s in sources)))
         with open(os.path.join(repo, '.uris')) as handle:
             uris = parse_uris(handle.read())
         os.remove(os.path.join(repo, '.uris'))
@@ -265,8 +328,9 @@ class Maker(object):
         for name in sorted(self.p['packages']):
             names = sorted(set(str(n) for n in self.p['packages'][name]))
             image = self.p['platforms'][name]
-            stamp = fingerprint(self.image_id(image), names, key)
             old = manifest['platforms'].get(name) or {}
+            sources = self.vendor_keys(name, old)
+            stamp = fingerprint(self.image_id(image), names, key, sources)
             if old.get('fingerprint') == stamp and intact(self.dest, old):
                 record = old
             else:
@@ -274,7 +338,7 @@ class Maker(object):
                 if self.module.check_mode:
                     continue
                 record = {'image': image, 'fingerprint': stamp, 'requested': dict((n, True) for n in names),
-                          'files': self.platform(name, image, names, key), 'key': key,
+                          'files': self.platform(name, image, names, key, sources), 'key': key, 'sources': sources,
                           'made': datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')}
                 manifest['platforms'][name] = record
             files_count[name] = len(record.get('files') or [])
@@ -309,6 +373,7 @@ def main():
             signing_dir=dict(type='path', required=True),
             platforms=dict(type='dict', required=True),
             packages=dict(type='dict', required=True),
+            sources=dict(type='dict', default={}),
             docker=dict(type='str', default='docker'),
         ),
         supports_check_mode=True,

@@ -16,7 +16,9 @@
 #      before any container changes, naming nim_ngc_api_key; on nodes without the image, a pull
 #      whose connection drops half way (tests/lab/cutting_proxy.py) is resumed by the engine
 #      from where it was cut; cut more often than the engine resumes, the pull fails, the role
-#      pulls again, and the group serves the pulled image.
+#      pulls again, and the group serves the pulled image;
+#   5. on a lab cut off from the internet, every packet the cut refused during the test was Ray's
+#      metadata probe or its DNS queries (docs/contracts.md, ray), none else.
 # test-docker-path.sh covers mpi in depth (bad input, a worker down, recovery, teardown).
 # Every wait is bounded; timings are printed.
 #
@@ -138,6 +140,11 @@ trap '[[ -n "${LAB_KEEP:-}" ]] || lab_down >/dev/null 2>&1 || true' EXIT
 
 step "fresh lab, model source and stand-in image archive"
 lab_fresh build/standin/nim-standin.tar
+# On a lab cut off from the internet (tests/lab/bundle.sh): what the cut refuses from here on.
+if tests/lab/bundle.sh rule >/dev/null 2>&1; then
+  refused_before=$(tests/lab/bundle.sh cut-count)
+  logged_before=$(tests/lab/bundle.sh cut-log | wc -l)
+fi
 
 step "auto with a tag that is no NIM release is refused before any host changes"
 if play "$logs/auto-refused.log" -e nim_launch_contract=auto; then fail "auto accepted the stand-in's tag"; fi
@@ -232,6 +239,22 @@ PY
 grep -A4 "Pull again what a failed pull left half done" "$logs/registry-cut.log" | grep -q "changed: \[$victim\]" \
   || fail "the role did not pull again on $victim after the cut (see $logs/registry-cut.log)"
 echo "   $victim pulled again after the cut pull failed; the group serves $pushed via $cut_registry"
+
+# Nothing reached out but what Ray's head does at each formation whatever the settings
+# (docs/contracts.md, ray): its dashboard asks the cloud metadata address for the provider
+# (169.254.169.254:80) and resolves names (DNS, port 53) to send one "usage statistics disabled"
+# notice. Every refused packet is one of those, each in the kernel log; anything else fails.
+if [[ -n "${refused_before:-}" ]]; then
+  step "cut off: the cut refused only Ray's metadata probe and its DNS queries"
+  refused_now=$(tests/lab/bundle.sh cut-count)
+  tests/lab/bundle.sh cut-log | tail -n +$((logged_before + 1)) >"$logs/cut-refused.txt"
+  (($(wc -l <"$logs/cut-refused.txt") == refused_now - refused_before)) \
+    || fail "the cut refused $((refused_now - refused_before)) packets but the kernel log shows $(wc -l <"$logs/cut-refused.txt")"
+  other=$(awk '!(($2 == "169.254.169.254" && $3 == "TCP" && $4 == 80) || $4 == 53)' "$logs/cut-refused.txt")
+  [[ -z $other ]] || fail "the cut refused packets for outside the lab other than Ray's: $(sort "$logs/cut-refused.txt" | uniq -c | tr -s ' \n' '  ')"
+  echo "   $((refused_now - refused_before)) refused: $(awk '$4 == 80' "$logs/cut-refused.txt" | wc -l) to 169.254.169.254:80," \
+    "$(awk '$4 == 53' "$logs/cut-refused.txt" | wc -l) DNS queries; nothing else"
+fi
 
 trap - EXIT
 if [[ -z "${LAB_KEEP:-}" ]]; then

@@ -4,8 +4,10 @@
 #      the lab's offline bundle served on it (NIMSTACK_LAB_OFFLINE, docs/offline.md): a host's
 #      apt-get update against Debian's archive fails; every host answers ansible.builtin.ping; its
 #      last host is made brownfield: it runs Docker's docker-ce (a stand-in package with docker-ce's
-#      relations, tests/lab/brownfield.yml) and a container of the site; a run whose bundle lacks a
-#      file is refused before any host changes, naming the file;
+#      relations, tests/lab/brownfield.yml) and a container of the site; the bundle maker refuses a
+#      vendor's repository (a stand-in of NVIDIA's) that its key does not verify; a run whose bundle
+#      lacks a file, and a package that a host showing a GPU would install, is refused before any
+#      host changes, naming each;
 #   2. on the fresh and brownfield hosts, `site.yml --check --diff` finishes (rc=0), reports every
 #      host, and changes nothing: package lists, file checksums (/etc, /usr/local, /opt), container
 #      IDs and states, and the engine's start time are the same before and after;
@@ -148,7 +150,24 @@ dry_run() {
 }
 
 if [[ -n "$NIMSTACK_LAB_OFFLINE" ]]; then
-  step "a bundle that lacks a file: refused before any host changes, naming it"
+  # NVIDIA's repositories are stand-ins here (tests/lab/vendor-repo.sh): the maker must refuse one
+  # that its key does not verify, naming it.
+  step "the bundle maker: a vendor's repository signed by another key is refused, naming it"
+  rm -rf "$NIMSTACK_LAB_DIR/bundle-forged"
+  if tests/lab/bundle.sh make "$NIMSTACK_LAB_DIR/bundle-forged" \
+      "{\"nvidia_container_toolkit_repo_key_url\": \"file://$(tests/lab/bundle.sh make)/keys/bundle.asc\"}" 2>"$logs/bundle-forged.log"; then
+    fail "a bundle was made from a repository its key does not verify (see $logs/bundle-forged.log)"
+  fi
+  { grep -q "nvidia-container-toolkit (http://[^ ]*/toolkit/) failed" "$logs/bundle-forged.log" \
+      && grep -q "The repository 'http://[^ ]*/toolkit  *InRelease' is not signed" "$logs/bundle-forged.log"; } \
+    || { tail -5 "$logs/bundle-forged.log"; fail "$logs/bundle-forged.log does not name the repository that did not verify"; }
+  rm -rf "$NIMSTACK_LAB_DIR/bundle-forged"
+  echo "   refused: $(grep -o "The repository '[^']*' is not signed" "$logs/bundle-forged.log" | head -1)"
+
+  # Which NVIDIA packages a host needs is read from the host before the check: $prefix-1 shows a GPU
+  # (a sysfs tree of its own, nvidia_driver_sysfs_root), so the bundle must hold what the NVIDIA roles
+  # would install on it, the headers of the kernel it runs included.
+  step "a bundle that lacks a file, and a package a GPU host needs: refused before any host changes, naming both"
   bundle=$(tests/lab/bundle.sh make)
   partial=$NIMSTACK_LAB_DIR/bundle-partial
   rm -rf "$partial"
@@ -156,15 +175,39 @@ if [[ -n "$NIMSTACK_LAB_OFFLINE" ]]; then
   debs=("$partial"/apt/debian-12/pool/docker.io_*.deb)
   gone=${debs[0]##*/}
   rm "$partial/apt/debian-12/pool/$gone"
-  if PLAYBOOK=playbooks/site.yml playbook "$logs/bundle-partial.log" -e "nimstack_bundle_url=file://$partial"; then
+  # The driver's metapackage, as if the bundle were made with the NVIDIA roles off.
+  python3 - "$partial/manifest.json" <<'PY'
+import json, sys
+path = sys.argv[1]
+manifest = json.load(open(path))
+record = manifest['platforms']['debian-12']
+del record['requested']['nvidia-open=580.*']
+record['files'] = [f for f in record['files'] if f['name'] != 'nvidia-open']
+open(path + '.new', 'w').write(json.dumps(manifest))
+PY
+  mv "$partial/manifest.json.new" "$partial/manifest.json"
+  fake=/tmp/nimstack-test-sysfs
+  docker exec "$prefix-1" sh -c "mkdir -p $fake/bus/pci/devices/0000:3b:00.0 && echo 0x10de >$fake/bus/pci/devices/0000:3b:00.0/vendor \
+    && echo 0x030200 >$fake/bus/pci/devices/0000:3b:00.0/class"
+  if PLAYBOOK=playbooks/site.yml playbook "$logs/bundle-partial.log" -e "nimstack_bundle_url=file://$partial" \
+      -e "nvidia_driver_sysfs_root=$fake"; then
     fail "a run with $gone missing from the bundle passed (see $logs/bundle-partial.log)"
   fi
+  docker exec "$prefix-1" rm -rf "$fake"
   tr -s ' \n' '  ' <"$logs/bundle-partial.log" | grep -q "lists apt/debian-12/pool/$gone (docker.io) but does not serve it" \
     || fail "$logs/bundle-partial.log does not name apt/debian-12/pool/$gone"
+  tr -s ' \n' '  ' <"$logs/bundle-partial.log" | grep -q "no package nvidia-open=580.\* for debian-12, which role nvidia_driver installs" \
+    || fail "$logs/bundle-partial.log does not name nvidia-open, which the GPU host $prefix-1 needs"
+  # The bundle holds the headers of Debian's current kernel; the lab's hosts run this machine's.
+  kernel=$(docker exec "$prefix-1" uname -r)
+  if ! grep -q "\"name\": \"linux-headers-$kernel\"" "$partial/manifest.json"; then
+    tr -s ' \n' '  ' <"$logs/bundle-partial.log" | grep -q "no package linux-headers-$kernel for debian-12" \
+      || fail "$logs/bundle-partial.log does not name the headers of the kernel $kernel that $prefix-1 runs"
+  fi
   changed=$(recap changed "$logs/bundle-partial.log")
   [[ $changed == 0 ]] || fail "the refused run changed $changed"
   rm -rf "$partial"
-  echo "   without $gone: refused, naming it; changed=0"
+  echo "   without $gone and nvidia-open: refused, naming both and the headers of $kernel; changed=0"
   refused_before=$(tests/lab/bundle.sh cut-count)
 fi
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The lab's offline bundle (docs/offline.md), and the cut that keeps lab hosts off the internet.
 #
-#   tests/lab/bundle.sh make          make (or refresh) the lab's bundle with playbooks/bundle.yml; prints its directory
+#   tests/lab/bundle.sh make [DIR [VARS]]
+#                                     make (or refresh) the lab's bundle with playbooks/bundle.yml (into
+#                                     DIR instead, with more variables as JSON: a test's); prints its directory
 #   tests/lab/bundle.sh up            serve it on the lab network at .4:8080; prints its URL
 #   tests/lab/bundle.sh down          remove the server container
 #   tests/lab/bundle.sh url           print the URL
@@ -9,6 +11,7 @@
 #   tests/lab/bundle.sh uncut         remove the cut
 #   tests/lab/bundle.sh rule          print the cut's nftables table
 #   tests/lab/bundle.sh cut-count     print how many packets the cut refused
+#   tests/lab/bundle.sh cut-log       print what it refused, a "SRC DST PROTO DPT" line each (kernel log)
 #
 # The bundle is made for tests/lab/bundle-inventory.yml (a Docker node, the front door and the
 # monitoring host, with the lab's variables) and the lab's host image as its Debian 12 platform, into
@@ -32,17 +35,24 @@ die() { echo "bundle.sh: $*" >&2; exit 1; }
 
 # The playbook's output goes to $cache/lab.log; its last words (what the bundle holds, what was
 # fetched) to stderr.
+# NVIDIA's repositories, which this machine cannot reach, are stand-ins of theirs (vendor-repo.sh),
+# served for the make only, at the URLs the roles' variables name.
 cmd_make() {
-  local image rc=0
+  local dir=${1:-$dir} more=${2:-} image vendor rc=0
+  [[ -n $more ]] || more='{}'
   image=$("$here/build-image.sh")
   mkdir -p "$cache"
   # One make at a time: the lab tests' streams start labs at once.
   exec 9>"$cache/.lock"
   flock 9
+  vendor=$("$here/vendor-repo.sh" up)
   ANSIBLE_FORCE_COLOR=0 ANSIBLE_NOCOLOR=1 ansible-playbook -i "$here/bundle-inventory.yml" -i "$repo/inventories/lab" \
     -i "$repo/inventories/lab-docker" "$repo/playbooks/bundle.yml" \
     -e "$(printf '{"nimstack_bundle_dir": "%s", "nimstack_bundle_signing_dir": "%s", "nimstack_bundle_platforms": ["debian-12"], "nimstack_bundle_platform_images": {"debian-12": "%s"}}' \
-      "$dir" "$cache/lab.signing" "$image")" >"$cache/lab.log" 2>&1 || rc=$?
+      "$dir" "$cache/lab.signing" "$image")" \
+    -e "$(printf '{"nvidia_driver_repo_url": "%s/cuda/", "nvidia_driver_repo_key_url": "%s/cuda/key.asc", "nvidia_container_toolkit_repo_url": "%s/toolkit/", "nvidia_container_toolkit_repo_key_url": "%s/toolkit/key.asc"}' \
+      "$vendor" "$vendor" "$vendor" "$vendor")" -e "$more" >"$cache/lab.log" 2>&1 || rc=$?
+  "$here/vendor-repo.sh" down
   if ((rc)); then
     tail -n 30 "$cache/lab.log" >&2
     die "make: playbooks/bundle.yml failed (rc $rc, $cache/lab.log)"
@@ -117,8 +127,13 @@ cmd_cut_count() {
   nft list table inet "$table" | awk '/counter packets/ {for (i = 1; i <= NF; i++) if ($i == "packets") n += $(i + 1)} END {print n + 0}'
 }
 
+# What the cut refused, one "SRC DST PROTO DPT" line per packet, oldest first, from the kernel log.
+cmd_cut_log() {
+  dmesg | grep -F "$table: " | sed -E 's/.* SRC=([^ ]+) DST=([^ ]+) .* PROTO=([^ ]+) .*DPT=([0-9]+).*/\1 \2 \3 \4/' || true
+}
+
 case "${1:-}" in
-  make) cmd_make ;;
+  make) cmd_make "${@:2}" ;;
   up) cmd_up ;;
   down) docker rm -f "$name" >/dev/null 2>&1 || true ;;
   url) echo "$url" ;;
@@ -126,5 +141,6 @@ case "${1:-}" in
   uncut) cmd_uncut ;;
   rule) cmd_rule ;;
   cut-count) cmd_cut_count ;;
-  *) die "usage: bundle.sh make | up | down | url | cut | uncut | rule | cut-count" ;;
+  cut-log) cmd_cut_log ;;
+  *) die "usage: bundle.sh make [DIR [VARS]] | up | down | url | cut | uncut | rule | cut-count | cut-log" ;;
 esac

@@ -35,11 +35,16 @@ def test_a_docker_node_installs_what_its_roles_declare_for_its_platform():
 
 def test_the_inventory_s_choices_change_the_packages():
     found = names(bundle.host_packages({'docker'}, {'docker_install_source': 'docker', 'rdma_enabled': False,
-                                                    'nim_group_firewall': False, 'ssh_mesh_enabled': 'no'},
+                                                    'nim_group_firewall': False, 'ssh_mesh_enabled': 'no',
+                                                    'nvidia_driver_enabled': 'no', 'nvidia_container_toolkit_enabled': 0},
                                        'ubuntu-22.04'))
     assert found[:4] == ['docker-ce', 'docker-ce-cli', 'containerd.io', 'docker-buildx-plugin']
+    assert bundle.host_sources({'docker_install_source': 'docker'}, 'ubuntu-22.04')[0] == {
+        'name': 'docker', 'uri': 'https://download.docker.com/linux/ubuntu', 'suite': 'jammy', 'components': 'stable',
+        'key_url': 'https://download.docker.com/linux/ubuntu/gpg'}
     assert not set(found) & {'rdma-core', 'nftables', 'openssh-client', 'docker.io'}
-    assert names(bundle.host_packages({'docker'}, {'docker_packages': ['moby-engine'], 'rdma_enabled': False},
+    assert names(bundle.host_packages({'docker'}, {'docker_packages': ['moby-engine'], 'rdma_enabled': False,
+                                                   'nvidia_driver_enabled': False, 'nvidia_container_toolkit_enabled': False},
                                       'debian-12'))[0] == 'moby-engine'
     assert names(bundle.host_packages({'monitoring'}, {'monitoring_mode': 'exporters'}, 'debian-12')) == []
     assert names(bundle.host_packages({'monitoring'}, {}, 'debian-12')) == ['prometheus', 'prometheus-alertmanager']
@@ -94,3 +99,69 @@ def test_the_bundle_url_rule_accepts(value):
 def test_the_bundle_url_rule_refuses(value):
     from ansible_collections.nimstack.multinode.plugins.module_utils import input_checks
     assert input_checks.RULES['nimstack_bundle_url'].check(value) is not None
+
+
+def read(*lines):
+    return bundle.parse_hardware({'stdout_lines': list(lines)})
+
+
+def test_the_maker_takes_the_nvidia_packages_of_every_host_whose_nvidia_roles_are_on():
+    found = names(bundle.host_packages({'docker'}, {}, 'debian-12'))
+    # The roles' own choices: the branch's pinning package, the open modules' metapackage and the fabric
+    # manager at the branch, the DKMS prerequisites, the headers of the platform's kernel, the toolkit.
+    assert found[:8] == ['nvidia-driver-pinning-580', 'nvidia-open=580.*', 'nvidia-fabricmanager=580.*',
+                         'libnvidia-nscq=580.*', 'dkms', 'kmod', 'linux-headers-amd64', 'nvidia-container-toolkit']
+    pinned = names(bundle.host_packages({'docker'}, {'nvidia_driver_version': '580.95.05',
+                                                     'nvidia_driver_kernel_modules': 'proprietary',
+                                                     'nvidia_container_toolkit_version': '1.18.0'}, 'ubuntu-22.04'))
+    assert pinned[:2] == ['nvidia-driver-pinning-580.95.05', 'cuda-drivers=580.95.05-*']
+    assert 'linux-headers-generic' in pinned and 'libnvidia-container1=1.18.0-*' in pinned
+    off = names(bundle.host_packages({'docker'}, {'nvidia_driver_enabled': False,
+                                                  'nvidia_container_toolkit_enabled': 'false'}, 'debian-12'))
+    assert not [n for n in off if 'nvidia' in n or n in ('dkms', 'linux-headers-amd64')]
+
+
+def test_a_host_is_asked_only_for_the_nvidia_packages_its_hardware_needs():
+    assert read('kernel 6.1.0-9-amd64') == {'gpu': False, 'nvswitch': False, 'driver': False, 'toolkit': False,
+                                            'kernel': '6.1.0-9-amd64'}
+    assert bundle.parse_hardware({'skipped': True}) is None
+    no_gpu = names(bundle.host_packages({'docker'}, {}, 'debian-12', hardware=read('kernel 6.1.0-9-amd64')))
+    assert not [n for n in no_gpu if 'nvidia' in n or n == 'dkms']
+    gpu = names(bundle.host_packages({'docker'}, {}, 'debian-12', hardware=read('gpu', 'kernel 6.1.0-9-amd64')))
+    assert gpu[:6] == ['nvidia-driver-pinning-580', 'nvidia-open=580.*', 'dkms', 'kmod',
+                       'linux-headers-6.1.0-9-amd64', 'nvidia-container-toolkit']
+    switched = names(bundle.host_packages({'docker'}, {}, 'debian-12', hardware=read('gpu', 'nvswitch', 'toolkit')))
+    assert 'nvidia-fabricmanager=580.*' in switched and 'nvidia-container-toolkit' not in switched
+    assert 'linux-headers-amd64' in switched
+    running = names(bundle.host_packages({'docker'}, {}, 'debian-12', hardware=read('gpu', 'driver', 'kernel 6.1')))
+    assert 'nvidia-open=580.*' not in running and 'nvidia-container-toolkit' in running
+
+
+def test_the_vendors_repositories_are_composed_as_the_roles_compose_them():
+    cuda, toolkit = bundle.host_sources({}, 'ubuntu-22.04')
+    assert cuda == {'name': 'nvidia-cuda', 'uri': 'https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/',
+                    'key_url': 'https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/3bf863cc.pub'}
+    assert toolkit == {'name': 'nvidia-container-toolkit', 'uri': 'https://nvidia.github.io/libnvidia-container/stable/deb/amd64/',
+                       'key_url': 'https://nvidia.github.io/libnvidia-container/gpgkey'}
+    mirror = bundle.host_sources({'nvidia_driver_repo_url': 'http://m/cuda//', 'nvidia_driver_repo_key_url': 'http://m/k',
+                                  'nvidia_container_toolkit_enabled': False, 'rdma_install_source': 'doca'},
+                                 'ubuntu-24.04')
+    assert [s['uri'] for s in mirror] == ['http://m/cuda/',
+                                          'https://linux.mellanox.com/public/repo/doca/3.1.0/ubuntu24.04/x86_64/']
+    assert mirror[0]['key_url'] == 'http://m/k'
+    with pytest.raises(ValueError, match='rdma_doca_os_label'):
+        bundle.host_sources({'rdma_install_source': 'doca'}, 'debian-12')
+    assert bundle.host_sources({'rdma_install_source': 'doca', 'rdma_doca_os_label': 'debian12.5'},
+                               'debian-12')[2]['uri'].endswith('/doca/3.1.0/debian12.5/x86_64/')
+    both = bundle.wanted_sources({'a': {'docker'}, 'b': {'docker'}, 'door': {'frontend'}},
+                                 {'b': {'nvidia_driver_repo_url': 'http://m/cuda'}}, 'debian-12')
+    assert [s['uri'] for s in both] == ['https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/',
+                                        'https://nvidia.github.io/libnvidia-container/stable/deb/amd64/', 'http://m/cuda/']
+
+
+def test_a_package_the_maker_got_as_a_dependency_serves_a_host_that_asks_it_by_name():
+    wanted = {'debian-12': {'linux-headers-6.1.0-9-amd64': ['nvidia_driver'], 'nvidia-open=580.*': ['nvidia_driver']}}
+    held = manifest(['linux-headers-amd64'], [('apt/debian-12/pool/h.deb', 'linux-headers-6.1.0-9-amd64')])
+    problems = bundle.manifest_problems(held, wanted, {'n': 'debian-12'})
+    assert problems == ['the bundle has no package nvidia-open=580.* for debian-12, which role nvidia_driver installs; '
+                        'make the bundle again from this inventory']

@@ -39,3 +39,20 @@ def test_a_record_is_intact_only_with_every_file_at_its_size(tmp_path):
     assert not nim_bundle.intact(str(tmp_path), {'files': [{'path': 'apt/x.deb', 'size': 4}]})
     assert not nim_bundle.intact(str(tmp_path), {'files': [{'path': 'apt/y.deb', 'size': 3}]})
     assert not nim_bundle.intact(str(tmp_path), {'files': []})
+
+
+def test_the_fingerprint_changes_with_a_vendor_repository_or_its_key():
+    cuda = {'uri': 'http://m/cuda/', 'sha256': 'k1'}
+    base = nim_bundle.fingerprint('sha256:1', ['a'], 'K', [cuda])
+    assert base != nim_bundle.fingerprint('sha256:1', ['a'], 'K')
+    assert base != nim_bundle.fingerprint('sha256:1', ['a'], 'K', [dict(cuda, sha256='k2')])
+    assert base != nim_bundle.fingerprint('sha256:1', ['a'], 'K', [dict(cuda, uri='http://n/cuda/')])
+    assert base == nim_bundle.fingerprint('sha256:1', ['a'], 'K', [dict(cuda)])
+    # A bundle made before vendor repositories keeps its fingerprint where it has none.
+    assert nim_bundle.fingerprint('sha256:1', ['a'], 'K', []) == nim_bundle.fingerprint('sha256:1', ['a'], 'K')
+
+
+def test_a_vendor_key_is_named_as_apt_reads_it():
+    source = {'name': 'nvidia-cuda'}
+    assert nim_bundle.key_file(source, 'debian-12', b'\n-----BEGIN PGP PUBLIC KEY BLOCK-----\n') == 'nvidia-cuda-debian-12.asc'
+    assert nim_bundle.key_file(source, 'ubuntu-22.04', b'\x99\x01\x0d') == 'nvidia-cuda-ubuntu-22.04.gpg'
