@@ -10,7 +10,8 @@
 #   tests/lab/bundle.sh cut           let the lab's hosts reach only the lab network (below)
 #   tests/lab/bundle.sh uncut         remove the cut
 #   tests/lab/bundle.sh rule          print the cut's nftables table
-#   tests/lab/bundle.sh cut-count     print how many packets the cut refused
+#   tests/lab/bundle.sh cut-count [metadata|dns|other]
+#                                     print how many packets the cut refused (of one kind)
 #   tests/lab/bundle.sh cut-log       print what it refused, a "SRC DST PROTO DPT" line each (kernel log)
 #
 # The bundle is made for tests/lab/bundle-inventory.yml (a Docker node, the front door and the
@@ -104,11 +105,14 @@ delete table inet $table
 table inet $table {
   chain forward {
     type filter hook forward priority -10; policy accept;
-    iifname "$br" ip daddr != $subnet counter log prefix "$table: " level info reject
+    iifname "$br" ip daddr 169.254.169.254 tcp dport 80 counter log prefix "$table: " level info reject comment "metadata"
+    iifname "$br" ip daddr != $subnet udp dport 53 counter log prefix "$table: " level info reject comment "dns"
+    iifname "$br" ip daddr != $subnet counter log prefix "$table: " level info reject comment "other"
   }
   chain input {
     type filter hook input priority -10; policy accept;
-    iifname "$br" ip daddr != $subnet counter log prefix "$table: " level info reject
+    iifname "$br" ip daddr != $subnet udp dport 53 counter log prefix "$table: " level info reject comment "dns"
+    iifname "$br" ip daddr != $subnet counter log prefix "$table: " level info reject comment "other"
   }
 }
 NFT
@@ -122,9 +126,12 @@ cmd_rule() {
   nft list table inet "$table"
 }
 
-# Packets refused so far.
+# Packets refused so far: all of them, or those of one kind (metadata: to the cloud metadata address
+# 169.254.169.254:80; dns: to a name server outside the lab; other: the rest), counted by the cut's
+# own counters, which unlike the kernel log lose none.
 cmd_cut_count() {
-  nft list table inet "$table" | awk '/counter packets/ {for (i = 1; i <= NF; i++) if ($i == "packets") n += $(i + 1)} END {print n + 0}'
+  nft list table inet "$table" | awk -v kind="${1:-}" '/counter packets/ && (kind == "" || index($0, "comment \"" kind "\"")) {
+    for (i = 1; i <= NF; i++) if ($i == "packets") n += $(i + 1)} END {print n + 0}'
 }
 
 # What the cut refused, one "SRC DST PROTO DPT" line per packet, oldest first, from the kernel log.
@@ -140,7 +147,7 @@ case "${1:-}" in
   cut) cmd_cut ;;
   uncut) cmd_uncut ;;
   rule) cmd_rule ;;
-  cut-count) cmd_cut_count ;;
+  cut-count) cmd_cut_count "${2:-}" ;;
   cut-log) cmd_cut_log ;;
-  *) die "usage: bundle.sh make [DIR [VARS]] | up | down | url | cut | uncut | rule | cut-count | cut-log" ;;
+  *) die "usage: bundle.sh make [DIR [VARS]] | up | down | url | cut | uncut | rule | cut-count [KIND] | cut-log" ;;
 esac
