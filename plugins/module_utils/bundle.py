@@ -480,3 +480,48 @@ def served(base, timeout=10):
         except Exception:  # pylint: disable=broad-except
             return False
     return present
+
+
+# What the Kubernetes components' roles read to choose where they install from (role defaults in
+# settings.DECLARED), and what a run in offline mode may not fetch from outside the bundle.
+K8S_SETTINGS = ('lws_install_method', 'lws_helm_chart_path', 'lws_helm_chart_ref', 'lws_manifest_url',
+                'nim_operator_helm_chart_file', 'nim_operator_helm_repo_url', 'nim_operator_gpu_operator_enabled',
+                'nim_operator_network_operator_enabled')
+
+
+def k8s_problems(url, values, lws_needed, operator_needed):
+    """What the Kubernetes components' install would fetch from outside the bundle at url, each named
+    with the setting that carries it in instead. values: the settings as the Kubernetes play's host
+    sees them (K8S_SETTINGS; the roles' declared defaults for the others)."""
+    from ansible_collections.nimstack.multinode.plugins.module_utils import settings as declared  # noqa: E501 pylint: disable=import-outside-toplevel
+    if not url:
+        return []
+
+    def get(name):
+        return values[name] if name in values else declared.default(name)
+
+    def outside(link):
+        return not str(link or '').startswith(url.rstrip('/') + '/')
+    problems = []
+    if lws_needed:
+        method = str(get('lws_install_method'))
+        if method == 'helm' and not get('lws_helm_chart_path'):
+            problems.append('offline mode: LeaderWorkerSet would be installed from the chart %s (lws_install_method=helm); '
+                            'carry it in: lws_helm_chart_path (the chart\'s directory or archive), or '
+                            'lws_install_method=file with lws_manifest_file' % get('lws_helm_chart_ref'))
+        elif method == 'manifest' and outside(get('lws_manifest_url')):
+            problems.append('offline mode: LeaderWorkerSet would be installed from %s (lws_install_method=manifest, '
+                            'lws_manifest_url); carry it in: lws_install_method=file with lws_manifest_file'
+                            % (get('lws_manifest_url') or "the release's manifests.yaml on GitHub"))
+    if operator_needed:
+        if not get('nim_operator_helm_chart_file'):
+            problems.append('offline mode: the NIM Operator would be installed from the chart repository %s '
+                            '(nim_operator_helm_repo_url); carry its chart in: nim_operator_helm_chart_file'
+                            % get('nim_operator_helm_repo_url'))
+        for name, what in (('nim_operator_gpu_operator_enabled', 'the GPU Operator'),
+                           ('nim_operator_network_operator_enabled', 'the Network Operator')):
+            if truthy(get(name)):
+                problems.append('offline mode: %s=true installs %s from the chart repository %s; install it '
+                                'beforehand from a chart carried in and set %s=false'
+                                % (name, what, get('nim_operator_helm_repo_url'), name))
+    return problems

@@ -97,6 +97,8 @@ def preflight_inputs(plan, play_hosts, host_vars, play_inputs, key_from_inventor
             'key_set': (len(member[key_names[0]] or '') > 0 if key_names
                         else as_bool(play_inputs.get('key_set')) is True and not key_from_inventory),
             'registry': read('nim_docker_registry'),
+            'download_image': read('nim_docker_download_image'),
+            'bundle_url': read('nimstack_bundle_url'),
             'mesh_port': _member_value(member, ('ssh_mesh_port',), None),
             'mesh_gid': _member_value(member, ('ssh_mesh_secrets_gid', 'nim_secrets_gid'), None),
             'ulimits': read('nim_docker_ulimits'),
@@ -119,6 +121,19 @@ def _gid_problems(name, secrets_gid, mesh_gid, ssh_mesh, container_gid):
             for variable, gid, problem in gid_clash_problems(hvars, {'docker'})]
 
 
+# Registries on the internet: an offline run pulls nothing from them (docs/offline.md).
+PUBLIC_REGISTRIES = ('nvcr.io', 'docker.io', 'ghcr.io', 'quay.io', 'registry.k8s.io', 'gcr.io')
+
+
+def registry_of(image):
+    """The registry an image reference is pulled from, as Docker reads it: its first component where
+    that names a host (a dot, a port or localhost), else Docker Hub."""
+    first, slash, _rest = str(image).partition('/')
+    if slash and ('.' in first or ':' in first or first == 'localhost'):
+        return 'docker.io' if first in ('index.docker.io', 'registry-1.docker.io') else first
+    return 'docker.io'
+
+
 def preflight_problems(plan, play_hosts, inputs, deploying=True, allow_partial=False, secrets_gid=0,
                        ulimits=None, is_file=os.path.isfile, canary=None, container_gid=1000):
     """Every problem the Docker preflight finds, in one list without repeats.
@@ -126,7 +141,8 @@ def preflight_problems(plan, play_hosts, inputs, deploying=True, allow_partial=F
     plan: the whole plan of nim_plan. play_hosts: the hosts of the play. inputs: per group name,
     the role's inputs as its first member in the play sees them: present (nim_docker_state is
     present), archive (nim_docker_image_archive), download_archive (nim_docker_download_image_archive),
-    archive_on_nodes, key_set (whether an NGC key is set; never the key), registry, mesh_port
+    archive_on_nodes, key_set (whether an NGC key is set; never the key), registry, download_image
+    (nim_docker_download_image), bundle_url (nimstack_bundle_url: offline mode where set), mesh_port
     (ssh_mesh_port, None when unset), mesh_gid (ssh_mesh_secrets_gid, else nim_secrets_gid; None when
     neither is set, for the default), ulimits, supervisor and supervisor_port (nim_docker_supervisor
     and its port). deploying:
@@ -165,6 +181,19 @@ def preflight_problems(plan, play_hosts, inputs, deploying=True, allow_partial=F
                 "group '%s': nim_ngc_api_key (nim_docker_ngc_api_key) is empty, but %s is pulled from %s;"
                 ' provide the key (ansible-vault or an AWX credential) or ship the image as an archive'
                 ' (nim_docker_image_archive)' % (name, image, summary.get('registry', '')))
+        # Offline mode: an image that is pulled rather than loaded must come from inside the site.
+        if present and summary.get('bundle_url'):
+            for variable, image, carried in (
+                    ('nim_docker_image_archive',
+                     image_reference(settings.get('nim_image') or '', settings.get('nim_image_tag')), archive),
+                    ('nim_docker_download_image_archive', summary.get('download_image') or '',
+                     summary.get('download_archive') or '')):
+                if image and not carried and registry_of(image) in PUBLIC_REGISTRIES:
+                    errors.append(
+                        "group '%s': offline mode (nimstack_bundle_url), but %s would be pulled from %s, which a "
+                        "site without a way out cannot reach; carry it in as an archive (%s, made with docker save "
+                        "where the internet is) or serve it from the site's own registry" % (
+                            name, image, registry_of(image), variable))
         for variable, path in (('nim_docker_image_archive', archive),
                                ('nim_docker_download_image_archive', summary.get('download_archive') or '')):
             if present and path and not summary.get('archive_on_nodes', False) and not is_file(path):

@@ -165,3 +165,38 @@ def test_a_package_the_maker_got_as_a_dependency_serves_a_host_that_asks_it_by_n
     problems = bundle.manifest_problems(held, wanted, {'n': 'debian-12'})
     assert problems == ['the bundle has no package nvidia-open=580.* for debian-12, which role nvidia_driver installs; '
                         'make the bundle again from this inventory']
+
+
+def test_offline_the_kubernetes_components_come_from_what_was_carried_in():
+    url = 'http://10.0.0.5:8080'
+    problems = bundle.k8s_problems(url, {}, lws_needed=True, operator_needed=True)
+    assert problems == [
+        'offline mode: LeaderWorkerSet would be installed from the chart oci://registry.k8s.io/lws/charts/lws '
+        "(lws_install_method=helm); carry it in: lws_helm_chart_path (the chart's directory or archive), or "
+        'lws_install_method=file with lws_manifest_file',
+        'offline mode: the NIM Operator would be installed from the chart repository https://helm.ngc.nvidia.com/nvidia '
+        '(nim_operator_helm_repo_url); carry its chart in: nim_operator_helm_chart_file']
+    carried = {'lws_install_method': 'file', 'nim_operator_helm_chart_file': '/srv/k8s-nim-operator-3.1.2.tgz'}
+    assert bundle.k8s_problems(url, carried, lws_needed=True, operator_needed=True) == []
+    assert bundle.k8s_problems('', {}, lws_needed=True, operator_needed=True) == []
+    assert bundle.k8s_problems(url, {'lws_install_method': 'manifest', 'lws_manifest_url': url + '/files/lws.yaml'},
+                               lws_needed=True, operator_needed=False) == []
+    named = bundle.k8s_problems(url, dict(carried, lws_install_method='manifest', nim_operator_gpu_operator_enabled='yes'),
+                                lws_needed=True, operator_needed=True)
+    assert [p.split(' would ')[0].split('=true')[0] for p in named] == [
+        'offline mode: LeaderWorkerSet', 'offline mode: nim_operator_gpu_operator_enabled']
+
+
+def test_the_kubernetes_check_reads_the_plan_s_kubernetes_groups():
+    from ansible_collections.nimstack.multinode.plugins.filter.bundle_plan import bundle_k8s_problems
+    plan = {'groups': {'a': {'size': 1}, 'd': {'size': 3}}, 'groups_by_mode': {'kubernetes': ['a'], 'docker': ['d']}}
+    url = 'http://b'
+    # One single-node group on the operator: no LWS; on lws, LWS only.
+    assert [p[:40] for p in bundle_k8s_problems(plan, url, {})] == ['offline mode: the NIM Operator would be ']
+    assert [p[:40] for p in bundle_k8s_problems(plan, url, {}, backend='lws')] == ['offline mode: LeaderWorkerSet would be i']
+    assert bundle_k8s_problems(plan, url, {}, install_components='false') == []
+    assert bundle_k8s_problems(plan, url, {}, state='absent') == []
+    assert bundle_k8s_problems(plan, url, {}, render_dir='/tmp/out') == []
+    assert bundle_k8s_problems(dict(plan, groups_by_mode={'kubernetes': []}), url, {}) == []
+    multi = {'groups': {'a': {'size': 2}}, 'groups_by_mode': {'kubernetes': ['a']}}
+    assert len(bundle_k8s_problems(multi, url, {})) == 2

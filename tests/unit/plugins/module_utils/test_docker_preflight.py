@@ -110,6 +110,35 @@ def test_an_archive_or_an_absent_state_needs_no_key():
     assert _problems(plan, inputs=_inputs(plan, key_set=False, present=False)) == []
 
 
+def test_offline_an_image_from_an_internet_registry_must_be_carried_in_as_an_archive():
+    plan = _plan(groups=('a',))
+    offline = dict(bundle_url='http://10.0.0.5:8080')
+    assert _problems(plan, inputs=_inputs(plan, **offline)) == [
+        "group 'a': offline mode (nimstack_bundle_url), but nvcr.io/nim/meta/llama-3.1-405b-instruct:1.3.0 would be "
+        'pulled from nvcr.io, which a site without a way out cannot reach; carry it in as an archive '
+        "(nim_docker_image_archive, made with docker save where the internet is) or serve it from the site's own "
+        'registry']
+    assert _problems(plan, inputs=_inputs(plan, archive='/srv/nim.tar', **offline)) == []
+    # The downloader's image the same way, from Docker Hub where its name names no registry.
+    problems = _problems(plan, inputs=_inputs(plan, archive='/srv/nim.tar', download_image='busybox:1', **offline))
+    assert problems == ["group 'a': offline mode (nimstack_bundle_url), but busybox:1 would be pulled from docker.io, "
+                        'which a site without a way out cannot reach; carry it in as an archive '
+                        "(nim_docker_download_image_archive, made with docker save where the internet is) or "
+                        "serve it from the site's own registry"]
+    # The site's own registry serves; online, nothing is asked.
+    site = _plan(groups=('a',), nim_image='registry.site.example:5000/nim/llama')
+    assert _problems(site, inputs=_inputs(site, **offline)) == []
+    assert _problems(plan, inputs=_inputs(plan, download_image='busybox:1')) == []
+
+
+@pytest.mark.parametrize('image, registry', [('nvcr.io/nim/meta/llama:1', 'nvcr.io'), ('busybox:1', 'docker.io'),
+                                             ('library/busybox', 'docker.io'), ('localhost/x:1', 'localhost'),
+                                             ('site:5000/x', 'site:5000'), ('index.docker.io/x/y', 'docker.io')])
+def test_the_registry_an_image_is_pulled_from(image, registry):
+    from ansible_collections.nimstack.multinode.plugins.module_utils.docker_preflight import registry_of
+    assert registry_of(image) == registry
+
+
 def test_an_archive_must_be_on_the_controller_unless_on_the_nodes():
     plan = _plan(groups=('a',))
     problems = _problems(plan, inputs=_inputs(plan, archive='/srv/missing.tar'))
@@ -198,7 +227,8 @@ def test_the_groups_name_their_members_in_and_out_of_the_play():
 
 PLAY_INPUTS = {'nim_docker_state': 'present', 'nim_docker_image_archive': '', 'nim_docker_image_archive_on_nodes': False,
                'nim_docker_registry': 'nvcr.io', 'nim_docker_ulimits': ['memlock:-1:-1'], 'nim_docker_supervisor': True,
-               'nim_docker_supervisor_port': 8479, 'nim_docker_download_image_archive': '', 'key_set': True}
+               'nim_docker_supervisor_port': 8479, 'nim_docker_download_image_archive': '', 'key_set': True,
+               'nim_docker_download_image': '', 'nimstack_bundle_url': ''}
 
 
 def test_the_inputs_are_the_first_members_in_the_play_else_the_plays():
@@ -209,17 +239,18 @@ def test_the_inputs_are_the_first_members_in_the_play_else_the_plays():
         'b-1': {'nim_docker_image_archive': '/srv/b.tar', 'nim_docker_image_archive_on_nodes': 'yes',
                 'ssh_mesh_port': 2222, 'nim_group_supervisor': False, 'nim_group_supervisor_port': 9000,
                 'nim_docker_supervisor_port': 9001, 'nim_ngc_api_key': 'nvapi-b', 'nim_secrets_gid': 2000,
-                'nim_docker_download_image_archive': '/srv/downloader.tar'},
+                'nim_docker_download_image_archive': '/srv/downloader.tar', 'nimstack_bundle_url': 'http://b'},
     }
     inputs = preflight_inputs(plan, ['a-0', 'a-1', 'b-1'], host_vars, PLAY_INPUTS)
     assert sorted(inputs) == ['a', 'b']
     assert inputs['a'] == {'present': False, 'archive': '', 'archive_on_nodes': False, 'key_set': False,
                            'registry': 'nvcr.io', 'mesh_port': None, 'ulimits': ['memlock:-1:-1'],
-                           'supervisor': True, 'supervisor_port': 8479, 'download_archive': '', 'mesh_gid': None}
+                           'supervisor': True, 'supervisor_port': 8479, 'download_archive': '', 'mesh_gid': None,
+                           'download_image': '', 'bundle_url': ''}
     assert inputs['b'] == {'present': True, 'archive': '/srv/b.tar', 'archive_on_nodes': True, 'key_set': True,
                            'registry': 'nvcr.io', 'mesh_port': 2222, 'ulimits': ['memlock:-1:-1'],
                            'supervisor': False, 'supervisor_port': 9001, 'download_archive': '/srv/downloader.tar',
-                           'mesh_gid': 2000}
+                           'mesh_gid': 2000, 'download_image': '', 'bundle_url': 'http://b'}
 
 
 def test_a_group_without_a_key_of_its_own_has_none_where_the_inventory_holds_keys():
