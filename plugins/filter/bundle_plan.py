@@ -12,7 +12,6 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.nimstack.multinode.plugins.module_utils.lazy import lazy_module
-from ansible_collections.nimstack.multinode.plugins.module_utils.values import truthy as _truthy
 
 _bundle = lazy_module('bundle')
 
@@ -85,19 +84,8 @@ def bundle_problems(hostvars, groups, url, node_group='nim_nodes'):
 
 
 def bundle_k8s_problems(plan, url, hvars, backend='nim_operator', install_components=True, state='present', render_dir=''):
-    """What the Kubernetes play would fetch from outside the bundle at url, each named; hvars: the
-    variables of the host the Kubernetes play runs in the name of. A render-only run fetches nothing."""
-    if not url or str(state) != 'present' or not _truthy(install_components) or render_dir:
-        return []
-    planned = (plan or {}).get('groups') or {}
-    groups = [planned[name] for name in ((plan or {}).get('groups_by_mode') or {}).get('kubernetes') or ()
-              if name in planned]
-    if not groups:
-        return []
-    multi_node = max(int(g.get('size') or 1) for g in groups) > 1
-    values = dict((name, hvars[name]) for name in _bundle.K8S_SETTINGS if name in (hvars or {}))
-    return _bundle.k8s_problems(url, values, lws_needed=backend == 'lws' or multi_node,
-                                operator_needed=backend == 'nim_operator')
+    """What the Kubernetes play would fetch from outside the bundle at url, each named (bundle.k8s_plan_problems)."""
+    return _bundle.k8s_plan_problems(plan, url, hvars, backend, install_components, state, render_dir)
 
 
 def bundle_env(url):

@@ -525,3 +525,20 @@ def k8s_problems(url, values, lws_needed, operator_needed):
                                 'beforehand from a chart carried in and set %s=false'
                                 % (name, what, get('nim_operator_helm_repo_url'), name))
     return problems
+
+
+def k8s_plan_problems(plan, url, hvars, backend='nim_operator', install_components=True, state='present', render_dir=''):
+    """k8s_problems() for the plan's Kubernetes groups, as the Kubernetes play would install their components:
+    LWS for the lws backend or a multi-node group, the NIM Operator for its backend; nothing where the play
+    installs no component (nim_k8s_install_components false, nim_k8s_state absent) or renders only.
+    hvars: the variables of the host the Kubernetes play runs in the name of."""
+    if not url or str(state) != 'present' or not truthy(install_components) or render_dir:
+        return []
+    planned = (plan or {}).get('groups') or {}
+    groups = [planned[name] for name in ((plan or {}).get('groups_by_mode') or {}).get('kubernetes') or ()
+              if name in planned]
+    if not groups:
+        return []
+    multi_node = max(int(g.get('size') or 1) for g in groups) > 1
+    values = dict((name, hvars[name]) for name in K8S_SETTINGS if name in (hvars or {}))
+    return k8s_problems(url, values, lws_needed=backend == 'lws' or multi_node, operator_needed=backend == 'nim_operator')
