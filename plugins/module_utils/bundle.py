@@ -219,7 +219,7 @@ def host_sources(hvars, platform, root=ROOT):
             uri = '%s/%s/%s' % (_url(host.get('nvidia_driver', 'nvidia_driver_repo_base_url')), distro,
                                 ARCHITECTURE['cuda'])
         key = host.get('nvidia_driver', 'nvidia_driver_repo_key_url') or '%s/%s' % (
-            uri, role_vars('nvidia_driver', platform, root).get('_nvidia_driver_repo_key_file'))
+            uri, host.var('nvidia_driver', '_nvidia_driver_repo_key_file'))
         found.append({'name': 'nvidia-cuda', 'uri': uri + '/', 'key_url': str(key)})
     if host.on('nvidia_container_toolkit'):
         base = _url(host.get('nvidia_container_toolkit', 'nvidia_container_toolkit_repo_base_url'))

@@ -115,13 +115,17 @@ from ansible_collections.nimstack.multinode.plugins.module_utils import bundle
 # whatever the pool already holds; download into the pool, where apt keeps a file that is there with
 # its hash; drop what the list no longer names; index the pool with apt-ftparchive (installed in the
 # throwaway container only).
-# The vendors' repositories: SOURCES, one "<uri> <key file> <suite> [<component>...]" line each.
+# The vendors' repositories: SOURCES, one "<uri> <key file> <suite> [<component>...]" line each (none:
+# an empty list).
+VENDORS = r'''
+printf '%s\n' "${SOURCES:-}" | while read -r uri key rest; do
+  if [ -n "$uri" ]; then echo "deb [signed-by=/keys/$key] $uri $rest"; fi
+done > "${VENDOR_LIST:-/etc/apt/sources.list.d/nimstack-bundle-vendors.list}"
+'''
 SCRIPT = r'''
 set -eu
 export DEBIAN_FRONTEND=noninteractive
-printf '%s\n' "${SOURCES:-}" | while read -r uri key rest; do
-  [ -n "$uri" ] && echo "deb [signed-by=/keys/$key] $uri $rest"
-done > /etc/apt/sources.list.d/nimstack-bundle-vendors.list
+''' + VENDORS + r'''
 apt-get update -qq >/dev/null
 mkdir -p /tmp/empty/partial /repo/pool/partial
 apt-get install -qq -y --no-install-recommends --print-uris -o Dir::Cache::archives=/tmp/empty/ "$@" \

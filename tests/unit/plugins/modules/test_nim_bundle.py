@@ -56,3 +56,19 @@ def test_a_vendor_key_is_named_as_apt_reads_it():
     source = {'name': 'nvidia-cuda'}
     assert nim_bundle.key_file(source, 'debian-12', b'\n-----BEGIN PGP PUBLIC KEY BLOCK-----\n') == 'nvidia-cuda-debian-12.asc'
     assert nim_bundle.key_file(source, 'ubuntu-22.04', b'\x99\x01\x0d') == 'nvidia-cuda-ubuntu-22.04.gpg'
+
+
+def test_the_vendors_sources_list_is_written_with_or_without_a_repository(tmp_path):
+    import os
+    import subprocess
+    script = 'set -eu\n' + nim_bundle.VENDORS
+    target = str(tmp_path / 'vendors.list')
+    env = dict(os.environ, VENDOR_LIST=target)
+    env.pop('SOURCES', None)
+    subprocess.check_call(['sh', '-c', script], env=env)
+    assert open(target).read() == ''
+    env['SOURCES'] = 'http://m/cuda/ nvidia-cuda-debian-12.asc /\nhttps://d/linux/debian docker-debian-12.asc bookworm stable'
+    subprocess.check_call(['sh', '-c', script], env=env)
+    assert open(target).read().splitlines() == [
+        'deb [signed-by=/keys/nvidia-cuda-debian-12.asc] http://m/cuda/ /',
+        'deb [signed-by=/keys/docker-debian-12.asc] https://d/linux/debian bookworm stable']
