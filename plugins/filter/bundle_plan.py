@@ -1,10 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, nimstack maintainers
 # SPDX-License-Identifier: Apache-2.0
-"""Filters bundle_plan, bundle_sources, bundle_problems and bundle_env: what an offline bundle must
-hold for the inventory and from which vendors' repositories, what keeps a bundle from serving the run,
-and the environment of apt in offline mode (docs in bundle_plan.yml, bundle_sources.yml,
-bundle_problems.yml and bundle_env.yml)."""
+"""Filters bundle_plan, bundle_sources, bundle_images, bundle_problems, bundle_k8s_problems and
+bundle_env: what an offline bundle must hold for the inventory, from which vendors' repositories and
+which images, what keeps a bundle from serving the run, and the environment of apt in offline mode
+(docs in the .yml file of each)."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -57,6 +57,12 @@ def bundle_sources(hostvars, groups, platforms, node_group='nim_nodes'):
         raise AnsibleFilterError('bundle_sources: %s' % exc)
 
 
+def bundle_images(hostvars, groups, node_group='nim_nodes'):
+    """[reference]: the images the inventory's Docker groups run (bundle.wanted_images)."""
+    kinds, vars_by_host = _kinds(hostvars, groups, node_group)
+    return _bundle.wanted_images(kinds, vars_by_host)
+
+
 def bundle_problems(hostvars, groups, url, node_group='nim_nodes'):
     """What keeps the bundle at url from serving this run's hosts (their facts read), each named."""
     if not url:
@@ -106,6 +112,7 @@ def packages_missing(wanted, installed):
 
 class FilterModule(object):
     def filters(self):
-        return {'bundle_plan': bundle_plan, 'bundle_sources': bundle_sources, 'bundle_problems': bundle_problems,
+        return {'bundle_plan': bundle_plan, 'bundle_sources': bundle_sources, 'bundle_images': bundle_images,
+                'bundle_problems': bundle_problems,
                 'bundle_k8s_problems': bundle_k8s_problems, 'bundle_env': bundle_env,
                 'packages_missing': packages_missing}

@@ -354,6 +354,25 @@ def wanted_packages(kinds_by_host, vars_by_host, platforms_by_host, root=ROOT, h
     return wanted
 
 
+def wanted_images(kinds_by_host, vars_by_host):
+    """[reference]: the images the Docker groups' hosts run, each once, sorted: the group's NIM image
+    (nim_image at nim_image_tag) and the model downloader's (nim_docker_download_image) where set."""
+    from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import image_reference  # noqa: E501 pylint: disable=import-outside-toplevel
+    found = set()
+    for host in (h for h, kinds in kinds_by_host.items() if 'docker' in kinds):
+        hvars = vars_by_host.get(host) or {}
+        if hvars.get('nim_image'):
+            found.add(image_reference(hvars['nim_image'], hvars.get('nim_image_tag')))
+        if hvars.get('nim_docker_download_image'):
+            found.add(str(hvars['nim_docker_download_image']))
+    return sorted(found)
+
+
+def image_file(reference):
+    """The file name of an image's archive in the bundle's images/: the reference with /, : and @ as _."""
+    return ''.join('_' if c in '/:@' else c for c in reference) + '.tar'
+
+
 def wanted_sources(kinds_by_host, vars_by_host, platform, root=ROOT):
     """[{name, uri, key_url}] of the Docker hosts' vendor repositories for one platform, each URI once."""
     found, seen = [], set()
@@ -436,7 +455,7 @@ READS = ('nim_deployment_mode', 'nim_group_firewall', 'nim_firewall_enabled', 'd
          'nvidia_driver_repo_base_url', 'nvidia_driver_repo_key_url', 'nvidia_container_toolkit_enabled',
          'nvidia_container_toolkit_version', 'nvidia_container_toolkit_repo_url',
          'nvidia_container_toolkit_repo_base_url', 'nvidia_container_toolkit_repo_channel',
-         'nvidia_container_toolkit_repo_key_url')
+         'nvidia_container_toolkit_repo_key_url', 'nim_image', 'nim_image_tag', 'nim_docker_download_image')
 # The fact the OS check leaves on each Docker host in offline mode: its read of the hardware.
 HARDWARE_FACT = '__validate_inventory_bundle_hardware'
 

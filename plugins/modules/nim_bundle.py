@@ -53,6 +53,16 @@ options:
         changes) and apt verifies the repository with it; the manifest records its URL and sha256.
     type: dict
     default: {}
+  images:
+    description:
+      - The images to carry in, each saved with C(docker save) into C(images/), its file named after its
+        reference with slashes, colons and at signs as underscores (C(nimstack.multinode.bundle_images) names
+        the inventory's). Each must be on this machine (the playbook pulls those that are not).
+      - An image whose ID and file are those the manifest records is not saved again; an archive of an image
+        no longer named is removed.
+    type: list
+    elements: str
+    default: []
   docker:
     description: The docker command.
     type: str
@@ -95,6 +105,15 @@ bytes:
   description: The size of each platform's repository's packages in bytes.
   returned: always
   type: dict
+saved:
+  description: The images saved in this run (empty when none changed).
+  returned: always
+  type: list
+  elements: str
+image_bytes:
+  description: The size of the images' archives in bytes.
+  returned: always
+  type: int
 manifest:
   description: The path of manifest.json.
   returned: always
@@ -240,12 +259,44 @@ class Maker(object):
             fprs = [line.split(':')[9] for line in out.splitlines() if line.startswith('fpr:')]
         return fprs[0]
 
-    def image_id(self, image):
+    def image_id(self, image, what='the image of a platform'):
         rc, out, err = self.module.run_command([self.docker, 'image', 'inspect', '--format', '{{.Id}}', image])
         if rc != 0:
-            self.module.fail_json(msg='the image of a platform is not on this machine: %s (%s); pull or build it '
-                                      'first' % (image, err.strip()))
+            self.module.fail_json(msg='%s is not on this machine: %s (%s); pull or build it first'
+                                      % (what, image, err.strip()))
         return out.strip()
+
+    def images(self, manifest):
+        """Save each image whose archive is missing or of another ID; drop the archives no longer named.
+        The references saved in this run."""
+        old = dict((i.get('ref'), i) for i in manifest.get('images') or [] if isinstance(i, dict))
+        records, saved = [], []
+        for ref in sorted(set(str(r) for r in self.p['images'])):
+            image_id = self.image_id(ref, what='an image to carry in')
+            path = 'images/' + bundle.image_file(ref)
+            record = old.get(ref)
+            full = os.path.join(self.dest, path)
+            if not (record and record.get('id') == image_id and os.path.isfile(full)
+                    and os.path.getsize(full) == record.get('size')):
+                saved.append(ref)
+                if self.module.check_mode:
+                    continue
+                os.makedirs(os.path.dirname(full), exist_ok=True)
+                self.run([self.docker, 'image', 'save', '-o', full + '.tmp', ref], what='saving the image %s' % ref)
+                # docker writes it for its owner only; the bundle is served, so readable by all.
+                os.chmod(full + '.tmp', 0o644)
+                os.replace(full + '.tmp', full)
+                record = {'ref': ref, 'id': image_id, 'path': path, 'size': os.path.getsize(full), 'sha256': sha256(full),
+                          'source': 'docker image save %s' % ref}
+            records.append(record)
+        if not self.module.check_mode:
+            kept = set(r['path'] for r in records)
+            folder = os.path.join(self.dest, 'images')
+            for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else ():
+                if 'images/' + name not in kept:
+                    os.remove(os.path.join(folder, name))
+            manifest['images'] = records
+        return saved
 
     def vendor_keys(self, name, old):
         """The platform's vendor repositories, each with its key in keys/ (fetched where missing or
@@ -347,6 +398,7 @@ class Maker(object):
                 manifest['platforms'][name] = record
             files_count[name] = len(record.get('files') or [])
             sizes[name] = sum(f.get('size') or 0 for f in record.get('files') or [] if f['path'].endswith('.deb'))
+        saved = self.images(manifest)
         if not self.module.check_mode:
             public = os.path.join(self.dest, 'keys', 'bundle.asc')
             exported = self.run(self.gpg_cmd('--armor', '--export', key))
@@ -362,11 +414,12 @@ class Maker(object):
                     os.replace(copy + '.tmp', copy)
             manifest['key'] = {'path': 'keys/bundle.asc', 'fingerprint': key, 'sha256': sha256(public)}
             text = json.dumps(manifest, indent=1, sort_keys=True) + '\n'
-            if fetched or not os.path.exists(manifest_path) or open(manifest_path).read() != text:
+            if fetched or saved or not os.path.exists(manifest_path) or open(manifest_path).read() != text:
                 with open(manifest_path + '.tmp', 'w') as handle:
                     handle.write(text)
                 os.replace(manifest_path + '.tmp', manifest_path)
-        return {'changed': bool(fetched), 'fetched': fetched, 'files': files_count, 'bytes': sizes,
+        return {'changed': bool(fetched or saved), 'fetched': fetched, 'files': files_count, 'bytes': sizes,
+                'saved': saved, 'image_bytes': sum(i.get('size') or 0 for i in manifest.get('images') or []),
                 'manifest': manifest_path}
 
 
@@ -378,6 +431,7 @@ def main():
             platforms=dict(type='dict', required=True),
             packages=dict(type='dict', required=True),
             sources=dict(type='dict', default={}),
+            images=dict(type='list', elements='str', default=[]),
             docker=dict(type='str', default='docker'),
         ),
         supports_check_mode=True,

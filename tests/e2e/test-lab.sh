@@ -168,7 +168,15 @@ if [[ -n "$NIMSTACK_LAB_OFFLINE" ]]; then
   # (a sysfs tree of its own, nvidia_driver_sysfs_root), so the bundle must hold what the NVIDIA roles
   # would install on it, the headers of the kernel it runs included.
   step "a bundle that lacks a file, and a package a GPU host needs: refused before any host changes, naming both"
-  bundle=$(tests/lab/bundle.sh make)
+  bundle=$(tests/lab/bundle.sh make 2>"$logs/bundle-make.log")
+  # The image the lab's bundle carries in (tests/lab/bundle-inventory.yml), listed with its archive.
+  python3 - "$bundle" <<'PY' || fail "the bundle's manifest does not list nimstack-lab/bundle-probe:1 with its archive"
+import hashlib, json, os, sys
+images = json.load(open(os.path.join(sys.argv[1], 'manifest.json'))).get('images') or []
+probe = [i for i in images if i['ref'] == 'nimstack-lab/bundle-probe:1']
+path = os.path.join(sys.argv[1], probe[0]['path']) if probe else ''
+assert probe and hashlib.sha256(open(path, 'rb').read()).hexdigest() == probe[0]['sha256'], images
+PY
   partial=$NIMSTACK_LAB_DIR/bundle-partial
   rm -rf "$partial"
   cp -al "$bundle" "$partial" 2>/dev/null || { rm -rf "$partial"; cp -a "$bundle" "$partial"; }

@@ -47,6 +47,15 @@ cmd_make() {
   exec 9>"$cache/.lock"
   flock 9
   vendor=$("$here/vendor-repo.sh" up)
+  # The image the lab's bundle carries in (bundle-inventory.yml): a tiny one of its own, made once.
+  if ! docker image inspect nimstack-lab/bundle-probe:1 >/dev/null 2>&1; then
+    local context
+    context=$(mktemp -d)
+    echo "An image the lab's offline bundle carries in, as a site's bundle carries its NIM image." >"$context/README"
+    printf 'FROM scratch\nCOPY README /README\n' >"$context/Dockerfile"
+    docker build -q -t nimstack-lab/bundle-probe:1 "$context" >/dev/null
+    rm -rf "$context"
+  fi
   ANSIBLE_FORCE_COLOR=0 ANSIBLE_NOCOLOR=1 ansible-playbook -i "$here/bundle-inventory.yml" -i "$repo/inventories/lab" \
     -i "$repo/inventories/lab-docker" "$repo/playbooks/bundle.yml" \
     -e "$(printf '{"nimstack_bundle_dir": "%s", "nimstack_bundle_signing_dir": "%s", "nimstack_bundle_platforms": ["debian-12"], "nimstack_bundle_platform_images": {"debian-12": "%s"}}' \

@@ -200,3 +200,17 @@ def test_the_kubernetes_check_reads_the_plan_s_kubernetes_groups():
     assert bundle_k8s_problems(dict(plan, groups_by_mode={'kubernetes': []}), url, {}) == []
     multi = {'groups': {'a': {'size': 2}}, 'groups_by_mode': {'kubernetes': ['a']}}
     assert len(bundle_k8s_problems(multi, url, {})) == 2
+
+
+def test_the_images_carried_in_are_the_docker_groups_nim_and_downloader_images():
+    kinds = {'a': {'docker'}, 'b': {'docker'}, 'door': {'frontend'}}
+    hvars = {'a': {'nim_image': 'nvcr.io/nim/meta/llama', 'nim_image_tag': '1.3.0'},
+             'b': {'nim_image': 'nvcr.io/nim/meta/llama', 'nim_image_tag': '1.3.0',
+                   'nim_docker_download_image': 'site:5000/tools/downloader:2'},
+             'door': {'nim_image': 'never/read:1'}}
+    assert bundle.wanted_images(kinds, hvars) == ['nvcr.io/nim/meta/llama:1.3.0', 'site:5000/tools/downloader:2']
+    digest = 'sha256:' + 'a' * 64
+    assert bundle.wanted_images({'a': {'docker'}}, {'a': {'nim_image': 'r/i', 'nim_image_tag': digest}}) == ['r/i@' + digest]
+    assert bundle.wanted_images({'a': {'docker'}}, {}) == []
+    assert bundle.image_file('nvcr.io/nim/meta/llama:1.3.0') == 'nvcr.io_nim_meta_llama_1.3.0.tar'
+    assert bundle.image_file('r/i@' + digest) == 'r_i_sha256_' + 'a' * 64 + '.tar'
