@@ -71,8 +71,9 @@ PLATFORMS = {
 # needs linux-headers-<its kernel> in nimstack_bundle_extra_packages; the check names it).
 HEADERS_META = {'debian-12': 'linux-headers-amd64', 'ubuntu-22.04': 'linux-headers-generic',
                 'ubuntu-24.04': 'linux-headers-generic'}
-# A bundle holds the packages of the machine that made it: x86_64. The vendors' directories by it.
-ARCHITECTURE = {'cuda': 'x86_64', 'deb': 'amd64', 'doca': 'x86_64'}
+# A bundle holds the packages of the machine that made it: x86_64 (the roles' maps name the vendors'
+# directories of it).
+ARCHITECTURE = 'x86_64'
 
 
 def platform_of(facts):
@@ -164,21 +165,32 @@ def _needs(host, role, present):
     return host.hardware is None or (host.hardware['gpu'] and not host.hardware[present])
 
 
+def _driver_inputs(host, *names):
+    """The nvidia_driver role's inputs of its plan (driver_plan), by their names there: its settings
+    (nvidia_driver_<name>) and its vars (_nvidia_driver_<name>), as the host's inventory and the role
+    give them."""
+    found = {}
+    for name in names:
+        value = host.get('nvidia_driver', 'nvidia_driver_' + name)
+        found[name] = host.var('nvidia_driver', '_nvidia_driver_' + name) if value is None else value
+    return found
+
+
 def _nvidia_driver(host):
+    """What the nvidia_driver role installs (driver_plan's packages: NVLink 5's not, as no host is read
+    for it), with the DKMS prerequisites and the headers of the host's kernel."""
     if not _needs(host, 'nvidia_driver', 'driver'):
         return []
-    branch, version = host.get('nvidia_driver', 'nvidia_driver_branch'), host.get('nvidia_driver', 'nvidia_driver_version')
-    suffix = driver_plan.version_suffix('apt', branch, version)
-    flavour = str(host.get('nvidia_driver', 'nvidia_driver_kernel_modules'))
-    meta = host.var('nvidia_driver', '_nvidia_driver_meta_packages')[flavour]
+    inputs = _driver_inputs(host, 'branch', 'version', 'kernel_modules', 'meta_packages', 'fabric_packages',
+                            'nvlink5_versioned_packages', 'nvlink5_packages', 'imex_packages', 'imex_enabled')
     fabric = truthy(host.get('nvidia_driver', 'nvidia_driver_fabric_manager_enabled')) and (
         host.hardware is None or host.hardware['nvswitch'])
-    versioned = ([meta] + (_list(host.var('nvidia_driver', '_nvidia_driver_fabric_packages')) if fabric else [])
-                 + (_list(host.var('nvidia_driver', '_nvidia_driver_imex_packages'))
-                    if truthy(host.get('nvidia_driver', 'nvidia_driver_imex_enabled')) else []))
+    versioned, _unversioned = driver_plan.package_names(inputs, fabric, False, ARCHITECTURE)
+    suffix = driver_plan.version_suffix('apt', inputs['branch'], inputs['version'])
     headers = ('linux-headers-%s' % host.hardware['kernel'] if host.hardware and host.hardware['kernel']
                else HEADERS_META[host.platform])
-    return ([driver_plan.PINNING_PREFIX + str(version or branch)] + [name + suffix for name in versioned]
+    return ([driver_plan.PINNING_PREFIX + str(inputs['version'] or inputs['branch'])]
+            + [name + suffix for name in versioned]
             + _list(host.var('nvidia_driver', '_nvidia_driver_prerequisites')) + [headers])
 
 
@@ -212,19 +224,17 @@ def host_sources(hvars, platform, root=ROOT):
         found.append({'name': 'docker', 'uri': uri, 'key_url': str(key), 'suite': facts['distribution_release'],
                       'components': str(host.get('docker', 'docker_repo_channel'))})
     if host.on('nvidia_driver'):
-        uri = _url(host.get('nvidia_driver', 'nvidia_driver_repo_url'))
-        if not uri:
-            release = facts.get('distribution_version', facts['distribution_major_version'])
-            distro = facts['distribution'].lower() + release.replace('.', '')
-            uri = '%s/%s/%s' % (_url(host.get('nvidia_driver', 'nvidia_driver_repo_base_url')), distro,
-                                ARCHITECTURE['cuda'])
-        key = host.get('nvidia_driver', 'nvidia_driver_repo_key_url') or '%s/%s' % (
-            uri, host.var('nvidia_driver', '_nvidia_driver_repo_key_file'))
-        found.append({'name': 'nvidia-cuda', 'uri': uri + '/', 'key_url': str(key)})
+        # The role's vars name the distribution's directory with a template: debian12, ubuntu2204.
+        release = facts.get('distribution_version', facts['distribution_major_version'])
+        inputs = _driver_inputs(host, 'repo_url', 'repo_base_url', 'repo_key_url', 'repo_arch_map', 'repo_key_file')
+        inputs['repo_distro'] = facts['distribution'].lower() + release.replace('.', '')
+        uri, key = driver_plan.repo_urls(inputs, ARCHITECTURE)
+        found.append({'name': 'nvidia-cuda', 'uri': uri, 'key_url': key})
     if host.on('nvidia_container_toolkit'):
         base = _url(host.get('nvidia_container_toolkit', 'nvidia_container_toolkit_repo_base_url'))
         uri = _url(host.get('nvidia_container_toolkit', 'nvidia_container_toolkit_repo_url')) or '%s/%s/deb/%s' % (
-            base, host.get('nvidia_container_toolkit', 'nvidia_container_toolkit_repo_channel'), ARCHITECTURE['deb'])
+            base, host.get('nvidia_container_toolkit', 'nvidia_container_toolkit_repo_channel'),
+            host.var('nvidia_container_toolkit', '_nvidia_container_toolkit_arch_map')[ARCHITECTURE])
         key = host.get('nvidia_container_toolkit', 'nvidia_container_toolkit_repo_key_url') or base + '/gpgkey'
         found.append({'name': 'nvidia-container-toolkit', 'uri': uri + '/', 'key_url': str(key)})
     if _doca(host):
@@ -235,7 +245,7 @@ def host_sources(hvars, platform, root=ROOT):
                                  '(debian12.5...); set it for a bundle' % platform)
             label = facts['distribution'].lower() + facts['distribution_version']
         uri = '%s/%s/%s/%s' % (_url(host.get('rdma', 'rdma_doca_repo_url')), host.get('rdma', 'rdma_doca_version'),
-                               label, ARCHITECTURE['doca'])
+                               label, ARCHITECTURE)
         found.append({'name': 'doca', 'uri': uri + '/', 'key_url': str(host.get('rdma', 'rdma_doca_gpg_key_url'))})
     return found
 

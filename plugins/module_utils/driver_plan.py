@@ -106,12 +106,29 @@ def version_suffix(pkg_mgr, branch, version):
     return '-' + version if version else ''
 
 
-def _repo_url(inputs, architecture):
+def repo_urls(inputs, architecture):
+    """(the repository's URL, its signing key's URL): repo_url where set, else the base URL with the
+    distribution's and the architecture's directories; repo_key_url where set, else the key file
+    beside the repository."""
     url = _text(inputs.get('repo_url'))
     if url:
-        return url.rstrip('/') + '/'
-    return '%s/%s/%s/' % (_text(_get(inputs, 'repo_base_url')).rstrip('/'), _get(inputs, 'repo_distro'),
-                          _get(inputs, 'repo_arch_map')[architecture])
+        url = url.rstrip('/') + '/'
+    else:
+        url = '%s/%s/%s/' % (_text(_get(inputs, 'repo_base_url')).rstrip('/'), _get(inputs, 'repo_distro'),
+                             _get(inputs, 'repo_arch_map')[architecture])
+    return url, _text(inputs.get('repo_key_url')) or url + _get(inputs, 'repo_key_file')
+
+
+def package_names(inputs, fabric, nvlink5, architecture):
+    """(the packages that follow the driver's version, those that do not), unpinned: the kernel module
+    flavour's metapackage, the fabric manager where it runs (exactly the driver's version), the NVLink 5
+    packages on such systems, IMEX where enabled."""
+    versioned = ([_get(inputs, 'meta_packages')[_get(inputs, 'kernel_modules')]]
+                 + (list(_get(inputs, 'fabric_packages')) if fabric else [])
+                 + (list(_get(inputs, 'nvlink5_versioned_packages'))
+                    if fabric and nvlink5 and architecture == 'x86_64' else [])
+                 + (list(_get(inputs, 'imex_packages')) if as_bool(_get(inputs, 'imex_enabled')) else []))
+    return versioned, list(_get(inputs, 'nvlink5_packages')) if fabric and nvlink5 else []
 
 
 def _epel(inputs, architecture):
@@ -144,15 +161,8 @@ def driver_plan(inputs):
     meta = _get(inputs, 'meta_packages')[kernel_modules]
     pin = version if version else branch
     fabric = as_bool(_get(inputs, 'fabric_manager_enabled')) and (len(nvswitches) > 0 or nvlink5)
-    repo_url = _repo_url(inputs, architecture)
-    key_url = _text(inputs.get('repo_key_url')) or repo_url + _get(inputs, 'repo_key_file')
-
-    # Packages that follow the driver version; fabric manager must match the driver exactly.
-    versioned = ([meta] + (list(_get(inputs, 'fabric_packages')) if fabric else [])
-                 + (list(_get(inputs, 'nvlink5_versioned_packages'))
-                    if fabric and nvlink5 and architecture == 'x86_64' else [])
-                 + (list(_get(inputs, 'imex_packages')) if imex else []))
-    unversioned = list(_get(inputs, 'nvlink5_packages')) if fabric and nvlink5 else []
+    repo_url, key_url = repo_urls(inputs, architecture)
+    versioned, unversioned = package_names(inputs, fabric, nvlink5, architecture)
     suffix = version_suffix(pkg_mgr, branch, version)
 
     current = installed_version(installed, meta)
