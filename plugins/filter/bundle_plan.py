@@ -1,10 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, nimstack maintainers
 # SPDX-License-Identifier: Apache-2.0
-"""Filters bundle_plan, bundle_sources, bundle_images, bundle_problems, bundle_k8s_problems and
-bundle_env: what an offline bundle must hold for the inventory, from which vendors' repositories and
-which images, what keeps a bundle from serving the run, and the environment of apt in offline mode
-(docs in the .yml file of each)."""
+"""Filters bundle_plan, bundle_sources, bundle_images, bundle_k8s_files, bundle_k8s_file,
+bundle_problems, bundle_k8s_problems and bundle_env: what an offline bundle must hold for the
+inventory, from which vendors' repositories, which images and Kubernetes files, what keeps a bundle
+from serving the run, and the environment of apt in offline mode (docs in the .yml file of each)."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -14,6 +14,11 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.nimstack.multinode.plugins.module_utils.lazy import lazy_module
 
 _bundle = lazy_module('bundle')
+_values = lazy_module('values')
+
+
+def _truthy(value):
+    return _values.truthy(value)
 
 
 def _vars(hostvars, hosts):
@@ -37,8 +42,9 @@ def bundle_plan(hostvars, groups, platforms, node_group='nim_nodes', extra=()):
     """{platform: [package, ...]}: every package the inventory's hosts install, for each platform, and
     the extra ones."""
     unknown = [p for p in platforms or () if p not in _bundle.PLATFORMS]
-    if unknown or not platforms:
-        raise AnsibleFilterError('bundle_plan: nimstack_bundle_platforms must list some of %s, got %r'
+    if unknown:
+        raise AnsibleFilterError('bundle_plan: nimstack_bundle_platforms must list some of %s (or none, for a bundle '
+                                 'of images and Kubernetes files only), got %r'
                                  % (', '.join(sorted(_bundle.PLATFORMS)), platforms))
     kinds, vars_by_host = _kinds(hostvars, groups, node_group)
     plan = {}
@@ -90,8 +96,35 @@ def bundle_problems(hostvars, groups, url, node_group='nim_nodes'):
 
 
 def bundle_k8s_problems(plan, url, hvars, backend='nim_operator', install_components=True, state='present', render_dir=''):
-    """What the Kubernetes play would fetch from outside the bundle at url, each named (bundle.k8s_plan_problems)."""
-    return _bundle.k8s_plan_problems(plan, url, hvars, backend, install_components, state, render_dir)
+    """What keeps the bundle at url from serving the Kubernetes play's components, each named
+    (bundle.k8s_plan_problems); the bundle's manifest is read only where a component is installed."""
+    def load():
+        manifest = _bundle.read_manifest(_bundle.fetch(url.rstrip('/') + '/' + _bundle.MANIFEST))
+        return manifest, _bundle.served(url)
+    return _bundle.k8s_plan_problems(plan, url, hvars, backend, install_components, state, render_dir, load=load)
+
+
+def bundle_k8s_files(hostvars, groups, kubernetes=False, node_group='nim_nodes'):
+    """[{name, url} or {name, repo, chart, version} or {name, oci, version}]: the Kubernetes components'
+    files the bundle carries for the inventory (bundle.wanted_k8s_files), read from the first host of a
+    group whose nim_deployment_mode is kubernetes (or, with kubernetes true, of the first host of
+    node_group, as deploy_kubernetes.yml plans every group for Kubernetes); none without either."""
+    nodes = list((groups or {}).get(node_group) or [])
+    picked = [h for h in nodes if str(hostvars[h].get('nim_deployment_mode', '')) == 'kubernetes']
+    if not picked and _truthy(kubernetes):
+        picked = nodes[:1]
+    if not picked:
+        return []
+    hvars = hostvars[picked[0]]
+    return _bundle.wanted_k8s_files(dict((name, hvars[name]) for name in _bundle.K8S_SETTINGS if name in hvars))
+
+
+def bundle_k8s_file(component, version):
+    """The name of a Kubernetes component's file in the bundle's files/ (bundle.k8s_file)."""
+    try:
+        return _bundle.k8s_file(component, version)
+    except KeyError:
+        raise AnsibleFilterError('bundle_k8s_file: no component %r (%s)' % (component, ', '.join(sorted(_bundle.K8S_FILES))))
 
 
 def bundle_env(url):
@@ -114,5 +147,6 @@ class FilterModule(object):
     def filters(self):
         return {'bundle_plan': bundle_plan, 'bundle_sources': bundle_sources, 'bundle_images': bundle_images,
                 'bundle_problems': bundle_problems,
-                'bundle_k8s_problems': bundle_k8s_problems, 'bundle_env': bundle_env,
+                'bundle_k8s_problems': bundle_k8s_problems, 'bundle_k8s_files': bundle_k8s_files,
+                'bundle_k8s_file': bundle_k8s_file, 'bundle_env': bundle_env,
                 'packages_missing': packages_missing}

@@ -34,11 +34,13 @@ __metaclass__ = type
 
 import json
 import os
+import re
 
 try:
-    from urllib.parse import quote
+    from urllib.parse import quote, urljoin
 except ImportError:  # pragma: no cover - Python 2
     from urllib import quote  # pylint: disable=no-name-in-module
+    from urlparse import urljoin  # pylint: disable=import-error
 
 from ansible_collections.nimstack.multinode.plugins.module_utils import driver_plan, toolkit_plan
 from ansible_collections.nimstack.multinode.plugins.module_utils.values import truthy
@@ -512,41 +514,124 @@ def served(base, timeout=10):
 
 
 # What the Kubernetes components' roles read to choose where they install from (role defaults in
-# settings.DECLARED), and what a run in offline mode may not fetch from outside the bundle.
-K8S_SETTINGS = ('lws_install_method', 'lws_helm_chart_path', 'lws_helm_chart_ref', 'lws_manifest_url',
-                'nim_operator_helm_chart_file', 'nim_operator_helm_repo_url', 'nim_operator_gpu_operator_enabled',
-                'nim_operator_network_operator_enabled')
+# settings.DECLARED, else the role's defaults/main.yml), and what a run in offline mode may not fetch
+# from outside the bundle.
+K8S_SETTINGS = ('lws_version', 'lws_install_method', 'lws_helm_chart_path', 'lws_helm_chart_ref', 'lws_manifest_url',
+                'nim_operator_version', 'nim_operator_helm_chart', 'nim_operator_helm_chart_file',
+                'nim_operator_helm_repo_url', 'nim_operator_gpu_operator_enabled', 'nim_operator_network_operator_enabled',
+                'nim_k8s_backend', 'nim_k8s_scheduler', 'volcano_version', 'volcano_install_method',
+                'volcano_helm_chart', 'volcano_helm_chart_file', 'volcano_helm_repo_url', 'volcano_manifest_url')
+# The Kubernetes components' files in the bundle's files/ (one name per version, so that the roles
+# find them from their own settings) and the checksums of every file there, in sha256sum's format
+# (what get_url's checksum reads).
+FILES = 'files'
+CHECKSUMS = 'SHA256SUMS'
+K8S_FILES = {'lws': 'lws-%s-manifests.yaml', 'lws_helm': 'lws-chart-%s.tgz', 'nim_operator': 'k8s-nim-operator-%s.tgz',
+             'volcano_helm': 'volcano-%s.tgz', 'volcano_manifest': 'volcano-%s-development.yaml'}
 
 
-def k8s_problems(url, values, lws_needed, operator_needed):
-    """What the Kubernetes components' install would fetch from outside the bundle at url, each named
-    with the setting that carries it in instead. values: the settings as the Kubernetes play's host
-    sees them (K8S_SETTINGS; the roles' declared defaults for the others)."""
+def k8s_file(component, version):
+    """The name in the bundle's files/ of a component's release manifest or chart (K8S_FILES)."""
+    return K8S_FILES[component] % version
+
+
+def _k8s_getter(values):
     from ansible_collections.nimstack.multinode.plugins.module_utils import settings as declared  # noqa: E501 pylint: disable=import-outside-toplevel
-    if not url:
-        return []
+    roles = {'lws': 'lws', 'nim': 'nim_operator', 'vol': 'volcano'}
 
     def get(name):
-        return values[name] if name in values else declared.default(name)
+        if name in (values or {}):
+            return values[name]
+        found = declared.default(name)
+        if found is None:
+            found = role_defaults(roles.get(name[:3], 'nim_k8s')).get(name)
+        # A role default that names another setting ({{ lws_version }} in lws_manifest_url).
+        if isinstance(found, str) and '{{' in found:
+            found = re.sub(r'\{\{\s*(\w+)\s*\}\}', lambda m: str(get(m.group(1))), found)
+        return found
+    return get
 
-    def outside(link):
-        return not str(link or '').startswith(url.rstrip('/') + '/')
+
+def wanted_k8s_files(values):
+    """[{name, url} or {name, repo, chart, version}]: what the Kubernetes components would fetch from
+    outside the site, as the play installs them with these settings (K8S_SETTINGS, the host the
+    Kubernetes play runs in the name of): LeaderWorkerSet's chart (its OCI reference: helm pulls it)
+    or release manifest, the NIM Operator's chart for the nim_operator backend, Volcano's chart or manifest where nim_k8s_scheduler is volcano.
+    What a setting carries in by hand (lws_install_method=file, a chart file) is not fetched."""
+    get = _k8s_getter(values)
+    found = []
+    method = str(get('lws_install_method'))
+    if method == 'helm' and not get('lws_helm_chart_path'):
+        ref = str(get('lws_helm_chart_ref'))
+        found.append(dict({'name': k8s_file('lws_helm', get('lws_version')),
+                           'version': str(get('lws_version')).lstrip('v')},
+                          **{'oci' if ref.startswith('oci://') else 'url': ref}))
+    elif method == 'manifest':
+        found.append({'name': k8s_file('lws', get('lws_version')), 'url': str(get('lws_manifest_url'))})
+    if str(get('nim_k8s_backend')) == 'nim_operator' and not get('nim_operator_helm_chart_file'):
+        found.append({'name': k8s_file('nim_operator', get('nim_operator_version')),
+                      'repo': str(get('nim_operator_helm_repo_url')), 'chart': str(get('nim_operator_helm_chart')),
+                      'version': str(get('nim_operator_version'))})
+    if str(get('nim_k8s_scheduler')) == 'volcano':
+        version = str(get('volcano_version'))
+        method = str(get('volcano_install_method'))
+        if method == 'helm' and not get('volcano_helm_chart_file'):
+            found.append({'name': k8s_file('volcano_helm', version), 'repo': str(get('volcano_helm_repo_url')),
+                          'chart': str(get('volcano_helm_chart')), 'version': version})
+        elif method == 'manifest':
+            found.append({'name': k8s_file('volcano_manifest', version), 'url': str(get('volcano_manifest_url'))})
+    return found
+
+
+def chart_url(index_text, repo, chart, version):
+    """The URL of a chart's archive at a version, from its Helm repository's index.yaml (as helm
+    resolves it: the entry's first URL, relative to the repository). Raises ValueError naming what
+    the index lacks."""
+    try:
+        index = yaml.safe_load(index_text) or {}
+    except yaml.YAMLError as exc:
+        raise ValueError('%s/index.yaml is not a Helm repository index: %s' % (repo, exc))
+    wanted = str(version).lstrip('v')
+    entries = ((index.get('entries') or {}) if isinstance(index, dict) else {}).get(chart) or []
+    for entry in entries:
+        if isinstance(entry, dict) and str(entry.get('version', '')).lstrip('v') == wanted and entry.get('urls'):
+            return urljoin(repo.rstrip('/') + '/', str(entry['urls'][0]))
+    raise ValueError('the Helm repository %s has no chart %s at version %s (it has %s)' % (
+        repo, chart, version, ', '.join(sorted(str(e.get('version')) for e in entries if isinstance(e, dict))) or 'none'))
+
+
+def k8s_problems(url, values, lws_needed, operator_needed, held=None, present=None):
+    """What keeps the bundle at url from serving the Kubernetes components' install, each named with
+    the setting that carries it in instead. values: the settings as the Kubernetes play's host sees
+    them (K8S_SETTINGS). held: {path: record} of the bundle's files (its manifest's "files"); present:
+    a function (path, size) that says whether the bundle serves a file with its size (None: not
+    checked)."""
+    if not url:
+        return []
+    get = _k8s_getter(values)
+    held = held or {}
     problems = []
+
+    def carried(component, version, what, setting):
+        path = '%s/%s' % (FILES, k8s_file(component, version))
+        if path not in held:
+            problems.append('offline mode: the bundle has no %s (%s); make the bundle again from this inventory '
+                            '(playbooks/bundle.yml), or carry it in: %s' % (path, what, setting))
+        elif present is not None and not present(path, held[path].get('size')):
+            problems.append('the bundle lists %s (%s) but does not serve it with its size of %s bytes'
+                            % (path, what, held[path].get('size')))
     if lws_needed:
         method = str(get('lws_install_method'))
         if method == 'helm' and not get('lws_helm_chart_path'):
-            problems.append('offline mode: LeaderWorkerSet would be installed from the chart %s (lws_install_method=helm); '
-                            'carry it in: lws_helm_chart_path (the chart\'s directory or archive), or '
-                            'lws_install_method=file with lws_manifest_file' % get('lws_helm_chart_ref'))
-        elif method == 'manifest' and outside(get('lws_manifest_url')):
-            problems.append('offline mode: LeaderWorkerSet would be installed from %s (lws_install_method=manifest, '
-                            'lws_manifest_url); carry it in: lws_install_method=file with lws_manifest_file'
-                            % (get('lws_manifest_url') or "the release's manifests.yaml on GitHub"))
+            carried('lws_helm', get('lws_version'), "LeaderWorkerSet %s's chart %s, lws_install_method=helm"
+                    % (get('lws_version'), get('lws_helm_chart_ref')), "lws_helm_chart_path (the chart's directory or archive)")
+        elif method == 'manifest':
+            carried('lws', get('lws_version'), "LeaderWorkerSet %s's release manifest, lws_install_method=manifest"
+                    % get('lws_version'), 'lws_install_method=file with lws_manifest_file')
     if operator_needed:
         if not get('nim_operator_helm_chart_file'):
-            problems.append('offline mode: the NIM Operator would be installed from the chart repository %s '
-                            '(nim_operator_helm_repo_url); carry its chart in: nim_operator_helm_chart_file'
-                            % get('nim_operator_helm_repo_url'))
+            carried('nim_operator', get('nim_operator_version'), 'the NIM Operator %s\'s chart'
+                    % get('nim_operator_version'), 'nim_operator_helm_chart_file')
         for name, what in (('nim_operator_gpu_operator_enabled', 'the GPU Operator'),
                            ('nim_operator_network_operator_enabled', 'the Network Operator')):
             if truthy(get(name)):
@@ -556,11 +641,14 @@ def k8s_problems(url, values, lws_needed, operator_needed):
     return problems
 
 
-def k8s_plan_problems(plan, url, hvars, backend='nim_operator', install_components=True, state='present', render_dir=''):
+def k8s_plan_problems(plan, url, hvars, backend='nim_operator', install_components=True, state='present', render_dir='',
+                      load=None):
     """k8s_problems() for the plan's Kubernetes groups, as the Kubernetes play would install their components:
     LWS for the lws backend or a multi-node group, the NIM Operator for its backend; nothing where the play
     installs no component (nim_k8s_install_components false, nim_k8s_state absent) or renders only.
-    hvars: the variables of the host the Kubernetes play runs in the name of."""
+    hvars: the variables of the host the Kubernetes play runs in the name of; load: a function that
+    returns the bundle's manifest and a present() function for k8s_problems, called only where a
+    component is installed."""
     if not url or str(state) != 'present' or not truthy(install_components) or render_dir:
         return []
     planned = (plan or {}).get('groups') or {}
@@ -570,4 +658,13 @@ def k8s_plan_problems(plan, url, hvars, backend='nim_operator', install_componen
         return []
     multi_node = max(int(g.get('size') or 1) for g in groups) > 1
     values = dict((name, hvars[name]) for name in K8S_SETTINGS if name in (hvars or {}))
-    return k8s_problems(url, values, lws_needed=backend == 'lws' or multi_node, operator_needed=backend == 'nim_operator')
+    values['nim_k8s_backend'] = backend
+    held, present = {}, None
+    if load is not None:
+        try:
+            manifest, present = load()
+        except OSError as exc:
+            return ['nimstack_bundle_url: cannot read the bundle\'s manifest: %s' % exc]
+        held = dict((f.get('path'), f) for f in (manifest or {}).get('files') or [] if isinstance(f, dict))
+    return k8s_problems(url, values, lws_needed=backend == 'lws' or multi_node, operator_needed=backend == 'nim_operator',
+                        held=held, present=present)

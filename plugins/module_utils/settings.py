@@ -14,6 +14,7 @@ __metaclass__ = type
 import copy
 
 DECLARED = {
+    'common_k8s_bundle_file': {'type': 'str', 'default': '', 'roles': ('common',)},
     'common_k8s_context': {'type': 'str', 'default': '', 'roles': ('common',)},
     'common_k8s_crds': {'type': 'list', 'elements': 'str', 'default': [], 'roles': ('common',)},
     'common_k8s_deployments': {'type': 'list', 'elements': 'str', 'default': [], 'roles': ('common',)},

@@ -8,7 +8,7 @@ __metaclass__ = type
 DOCUMENTATION = r'''
 ---
 module: nim_bundle
-short_description: Make or refresh the offline bundle's package repositories on a connected machine
+short_description: Make or refresh the offline bundle on a connected machine
 version_added: 0.9.0
 description:
   - Writes, under O(dest), one flat apt repository per platform holding the named packages and every
@@ -23,6 +23,8 @@ description:
     all there with their sizes, is left alone and fetches nothing. Otherwise apt downloads only
     what the repository lacks (a file already there with the right hash is kept), and files no
     longer needed are removed.
+  - Saves the images of O(images) with C(docker save) into C(images/) and fetches the Kubernetes components' charts and
+    manifests of O(files) into C(files/), each again only when it changed.
   - Runs where the internet is, on the controller of the connected side (playbooks/bundle.yml calls it).
 author:
   - nimstack maintainers (@nimstack)
@@ -63,6 +65,22 @@ options:
     type: list
     elements: str
     default: []
+  files:
+    description:
+      - The Kubernetes components' files to carry in (C(nimstack.multinode.bundle_k8s_files) names the inventory's),
+        each written to C(files/<name>) and listed in C(files/SHA256SUMS) and the manifest with its source, size and sha256.
+      - Each a dict of C(name) and one source, C(url) (fetched as it is), C(repo) with C(chart) and C(version) (a Helm
+        repository, the chart's URL read from its C(index.yaml) as helm reads it) or C(oci) with C(version) (an OCI chart,
+        pulled with C(helm pull), so helm must be on this machine).
+      - A file whose source is the one the manifest records and that is there with its sha256 is not fetched again; a
+        file no longer named is removed.
+    type: list
+    elements: dict
+    default: []
+  helm:
+    description: The helm command, for charts of O(files) in an OCI registry.
+    type: str
+    default: helm
   docker:
     description: The docker command.
     type: str
@@ -107,6 +125,11 @@ bytes:
   type: dict
 saved:
   description: The images saved in this run (empty when none changed).
+  returned: always
+  type: list
+  elements: str
+loaded:
+  description: The names of the files of O(files) fetched in this run (empty when none changed).
   returned: always
   type: list
   elements: str
@@ -298,6 +321,83 @@ class Maker(object):
             manifest['images'] = records
         return saved
 
+    def fetch_file(self, item, full):
+        """Write one file of O(files) to full, from its source."""
+        if item.get('oci'):
+            helm = self.module.get_bin_path(self.p['helm'], required=True)
+            scratch = full + '.pull'
+            shutil.rmtree(scratch, ignore_errors=True)
+            os.makedirs(scratch)
+            try:
+                self.run([helm, 'pull', item['oci'], '--version', item['version'], '--destination', scratch],
+                         what='pulling the chart %s at %s' % (item['oci'], item['version']))
+                pulled = [n for n in os.listdir(scratch) if n.endswith('.tgz')]
+                if len(pulled) != 1:
+                    self.module.fail_json(msg='helm pull %s --version %s left %s, not one chart archive'
+                                              % (item['oci'], item['version'], pulled))
+                os.replace(os.path.join(scratch, pulled[0]), full + '.tmp')
+            finally:
+                shutil.rmtree(scratch, ignore_errors=True)
+            return
+        url = item.get('url')
+        try:
+            if item.get('repo'):
+                index = item['repo'].rstrip('/') + '/index.yaml'
+                url = bundle.chart_url(bundle.fetch(index, timeout=60), item['repo'], item['chart'], item['version'])
+            data = bundle.fetch(url, timeout=300)
+        except (OSError, IOError, ValueError) as exc:
+            self.module.fail_json(msg='cannot fetch %s for the bundle: %s' % (item['name'], exc))
+        with open(full + '.tmp', 'wb') as handle:
+            handle.write(data)
+
+    def files(self, manifest):
+        """Fetch each file of O(files) whose source changed or that is not there with its hash, drop
+        those no longer named, write files/SHA256SUMS. The names fetched in this run."""
+        old = dict((f.get('name'), f) for f in manifest.get('files') or [] if isinstance(f, dict))
+        folder = os.path.join(self.dest, bundle.FILES)
+        records, loaded = [], []
+        for item in sorted(self.p['files'], key=lambda i: str(i.get('name'))):
+            item = dict((k, str(v)) for k, v in item.items() if k in ('name', 'url', 'repo', 'chart', 'version', 'oci') and v)
+            name = item.get('name', '')
+            sources = [k for k in ('url', 'repo', 'oci') if k in item]
+            if not name or '/' in name or name.startswith('.') or name == bundle.CHECKSUMS or len(sources) != 1 \
+                    or ('repo' in item and not ('chart' in item and 'version' in item)) or ('oci' in item and 'version' not in item):
+                self.module.fail_json(msg='files: each item needs a plain name and one source (url; repo with chart and '
+                                          'version; oci with version), got %r' % (item,))
+            source = dict((k, item[k]) for k in ('url', 'repo', 'chart', 'version', 'oci') if k in item)
+            record = old.get(name)
+            full = os.path.join(folder, name)
+            if not (record and record.get('from') == source and os.path.isfile(full)
+                    and os.path.getsize(full) == record.get('size') and sha256(full) == record.get('sha256')):
+                loaded.append(name)
+                if self.module.check_mode:
+                    continue
+                os.makedirs(folder, exist_ok=True)
+                self.fetch_file(item, full)
+                os.chmod(full + '.tmp', 0o644)
+                os.replace(full + '.tmp', full)
+                record = {'name': name, 'path': '%s/%s' % (bundle.FILES, name), 'from': source,
+                          'source': source.get('url') or source.get('oci') or '%s (%s %s)' % (
+                              source['repo'], source['chart'], source['version']),
+                          'version': source.get('version', ''), 'size': os.path.getsize(full), 'sha256': sha256(full)}
+            records.append(record)
+        if not self.module.check_mode:
+            kept = set(r['name'] for r in records)
+            for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else ():
+                if name not in kept and name != bundle.CHECKSUMS:
+                    os.remove(os.path.join(folder, name))
+            sums = os.path.join(folder, bundle.CHECKSUMS)
+            text = ''.join('%s  %s\n' % (r['sha256'], r['name']) for r in records)
+            if records and (not os.path.exists(sums) or open(sums).read() != text):
+                with open(sums + '.tmp', 'w') as handle:
+                    handle.write(text)
+                os.chmod(sums + '.tmp', 0o644)
+                os.replace(sums + '.tmp', sums)
+            elif not records and os.path.exists(sums):
+                os.remove(sums)
+            manifest['files'] = records
+        return loaded
+
     def vendor_keys(self, name, old):
         """The platform's vendor repositories, each with its key in keys/ (fetched where missing or
         where its URL changed): [{name, uri, key_url, key, sha256}]."""
@@ -399,6 +499,7 @@ class Maker(object):
             files_count[name] = len(record.get('files') or [])
             sizes[name] = sum(f.get('size') or 0 for f in record.get('files') or [] if f['path'].endswith('.deb'))
         saved = self.images(manifest)
+        loaded = self.files(manifest)
         if not self.module.check_mode:
             public = os.path.join(self.dest, 'keys', 'bundle.asc')
             exported = self.run(self.gpg_cmd('--armor', '--export', key))
@@ -414,12 +515,12 @@ class Maker(object):
                     os.replace(copy + '.tmp', copy)
             manifest['key'] = {'path': 'keys/bundle.asc', 'fingerprint': key, 'sha256': sha256(public)}
             text = json.dumps(manifest, indent=1, sort_keys=True) + '\n'
-            if fetched or saved or not os.path.exists(manifest_path) or open(manifest_path).read() != text:
+            if fetched or saved or loaded or not os.path.exists(manifest_path) or open(manifest_path).read() != text:
                 with open(manifest_path + '.tmp', 'w') as handle:
                     handle.write(text)
                 os.replace(manifest_path + '.tmp', manifest_path)
-        return {'changed': bool(fetched or saved), 'fetched': fetched, 'files': files_count, 'bytes': sizes,
-                'saved': saved, 'image_bytes': sum(i.get('size') or 0 for i in manifest.get('images') or []),
+        return {'changed': bool(fetched or saved or loaded), 'fetched': fetched, 'files': files_count, 'bytes': sizes,
+                'saved': saved, 'loaded': loaded, 'image_bytes': sum(i.get('size') or 0 for i in manifest.get('images') or []),
                 'manifest': manifest_path}
 
 
@@ -432,6 +533,8 @@ def main():
             packages=dict(type='dict', required=True),
             sources=dict(type='dict', default={}),
             images=dict(type='list', elements='str', default=[]),
+            files=dict(type='list', elements='dict', default=[]),
+            helm=dict(type='str', default='helm'),
             docker=dict(type='str', default='docker'),
         ),
         supports_check_mode=True,

@@ -24,8 +24,9 @@ step runs playbooks/deploy_kubernetes.yml as a subprocess and then reads the clu
              accepted the moment it returns; a group deployed and removed, LWS removed
   finalizer  NIMService and NIMCache carrying the NIM Operator's finalizer, with no operator (CRDs
              of ours stand in): teardown takes the finalizer off instead of hanging on it
-  operator   the real NIM Operator, installed from its chart with its webhooks on, under mpi and ray,
-             two groups each: the NIMCache's caching Job completes (its profile picked from the
+  operator   the real NIM Operator, installed with LWS from an offline bundle (playbooks/bundle.yml made
+             it twice, the second fetching nothing; a bundle without the chart is refused, naming it)
+             with its webhooks on, under mpi and ray, two groups each: the NIMCache's caching Job completes (its profile picked from the
              model manifest the stand-in image prints) and the NIMCache is Ready before the
              NIMService is applied; the NIMService Ready, the operator's LeaderWorkerSet of size
              pipeline, its pods Ready, one rack per group; contract fidelity (each pod against its
@@ -46,6 +47,8 @@ Numbers go to stdout and build/k8s-live/summary.json.
       tests/e2e/test-k8s-live.py        # one's own cluster: stage lws only, in a namespace of its own
 """
 
+import functools
+import http.server
 import json
 import os
 import re
@@ -1107,6 +1110,94 @@ def operator_features(tmp, extra):
         'NIMService')
 
 
+class Served(object):
+    """A directory served over HTTP on a port of the loopback address, each path asked kept."""
+
+    def __init__(self, root):
+        self.asked = []
+        asked = self.asked
+
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            def log_message(self, *args):
+                asked.append(self.path)
+        self.server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), functools.partial(Handler, directory=root))
+        self.url = 'http://127.0.0.1:%d' % self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def operator_bundle(inv, extra):
+    """A Kubernetes site's offline bundle, made by playbooks/bundle.yml (no packages, no images):
+    LeaderWorkerSet's release manifest and the NIM Operator's chart, fetched from stand-ins of their
+    sources (the manifest at a URL of its own, the chart from a Helm repository whose index.yaml helm
+    wrote), made twice (the second fetches nothing); then the sources go and the bundle is served
+    over HTTP. The settings of a run from it: the NIM Operator from the bundle's chart (no chart
+    file), LWS by the manifest method from the bundle's copy, and the bundle's server."""
+    source = os.path.join(LOGS, 'bundle-sources')
+    os.makedirs(os.path.join(source, 'lws', LWS_VERSION))
+    os.makedirs(os.path.join(source, 'nvidia'))
+    shutil.copy(os.path.join(CACHE, 'share', 'lws', 'manifests.yaml'), os.path.join(source, 'lws', LWS_VERSION))
+    shutil.copy(os.path.join(CACHE, 'share', 'nim-operator', 'k8s-nim-operator-chart-%s.tgz' % OPERATOR_VERSION),
+                os.path.join(source, 'nvidia'))
+    subprocess.run(['helm', 'repo', 'index', os.path.join(source, 'nvidia')], check=True, capture_output=True,
+                   env=dict(os.environ, **TOOL_ENV))
+    sources = Served(source)
+    bundle_dir = os.path.join(LOGS, 'bundle')
+    made = dict(extra, nimstack_bundle_dir=bundle_dir, nimstack_bundle_platforms=[], nimstack_bundle_images=[],
+                nimstack_bundle_kubernetes=True, lws_install_method='manifest', lws_version=LWS_VERSION,
+                lws_manifest_url='%s/lws/%s/manifests.yaml' % (sources.url, LWS_VERSION),
+                nim_operator_helm_repo_url=sources.url + '/nvidia')
+    made.pop('nim_operator_helm_chart_file')
+    times = []
+    try:
+        for attempt in ('made', 'again'):
+            start = time.monotonic()
+            proc = subprocess.run(['ansible-playbook', '-i', inv, os.path.join(REPO, 'playbooks', 'bundle.yml'),
+                                   '-e', json.dumps(made)], capture_output=True, text=True, check=False,
+                                  env=dict(os.environ, **TOOL_ENV))
+            times.append(time.monotonic() - start)
+            log = os.path.join(LOGS, 'bundle-%s.log' % attempt)
+            with open(log, 'w', encoding='utf-8') as handle:
+                handle.write(proc.stdout + proc.stderr)
+            check(proc.returncode == 0, 'playbooks/bundle.yml failed: %s' % log)
+            report = re.search(r'; files (.*?); manifest ', ' '.join(proc.stdout.split()))
+            check(report, 'playbooks/bundle.yml reported nothing: %s' % log)
+            fetched = report.group(1)
+            if attempt == 'made':
+                check(len(fetched.split(', ')) == 2, 'the bundle fetched %s, not the two files' % fetched)
+            else:
+                check(fetched == 'none fetched', 'the bundle made again fetched %s' % fetched)
+    finally:
+        sources.stop()
+    with open(os.path.join(bundle_dir, 'manifest.json'), encoding='utf-8') as handle:
+        held = json.load(handle)['files']
+    say('   bundle: %s made in %.1f s, again in %.1f s fetching nothing; sources down'
+        % (', '.join('%s (%d bytes)' % (f['path'], f['size']) for f in held), times[0], times[1]))
+    served = Served(bundle_dir)
+    run = dict(extra, lws_install_method='manifest', lws_manifest_file='', nimstack_bundle_url=served.url)
+    run.pop('nim_operator_helm_chart_file')
+    return run, served, held
+
+
+def bundle_refused(inv, extra, held):
+    """A run from a bundle that does not serve the operator's chart is refused before anything is applied, naming it."""
+    chart = [f['path'] for f in held if f['path'].endswith('.tgz')][0]
+    path = os.path.join(LOGS, 'bundle', chart)
+    os.rename(path, path + '.away')
+    try:
+        play = Play('operator-bundle-refused', inv, extra, expect_rc=2)
+    finally:
+        os.rename(path + '.away', path)
+    check('does not serve it with its size' in play.output and chart in play.output,
+          'a bundle without %s was not refused naming it: %s' % (chart, play.log))
+    check(kubectl('get', 'namespace', OPERATOR_NS, parse=False, check_rc=False).returncode != 0
+          or not items('deployments', namespace=OPERATOR_NS), 'the refused run installed the operator')
+    say('   a bundle without %s: refused before anything was applied, naming it (%.1f s)' % (chart, play.seconds))
+
+
 def stage_operator(tmp):
     missing = [name for name, version in (('the NIM Operator', OPERATOR_VERSION), ('LWS v0.10.0', LWS_VERSION))
                if not version and not OWN]
@@ -1134,17 +1225,28 @@ def stage_operator(tmp):
         operator_tls()
         extra = operator_extra()
     plays = []
+    served = None
     for contract, groups in OPERATOR_GROUPS.items():
         label = 'operator-%s' % contract
         if not OWN:
             standin_manifest(OPERATOR_IMAGES[contract], 8, 2)
         say('== %s: two groups, NIMCache then NIMService' % label)
         inv = inventory(os.path.join(tmp, '%s.yml' % label), contract, {g: 2 for g in groups})
-        # The first contract's deploy installs the components and its re-run proves them converged.
+        # The first contract's deploy installs the components and its re-run proves them converged:
+        # from an offline bundle (a site without a way out), on the cluster of make test.
         runs_extra = extra if not plays else dict(extra, **INSTALLED)
+        if not plays and not OWN:
+            say('== %s: LWS and the NIM Operator from an offline bundle' % label)
+            runs_extra, served, held = operator_bundle(inv, extra)
+            bundle_refused(inv, runs_extra, held)
         play = Play('%s-deploy' % label, inv, runs_extra)
         plays.append(play)
         SUMMARY['seconds_to_ready'][label] = play.seconds
+        if served:
+            fetched = sorted(set(p for p in served.asked if p.startswith('/files/')))
+            check(fetched == sorted(['/files/SHA256SUMS'] + ['/' + f['path'] for f in held]),
+                  '%s: the run from the bundle fetched %s of it' % (label, fetched))
+            say('   installed from the bundle at %s: fetched %s (checked against SHA256SUMS)' % (served.url, ', '.join(fetched)))
         check_operator_groups(label, contract, groups)
         if monitoring_served():
             check_monitoring(label, groups, lambda group: 'nim-%s-lws' % group, play)
@@ -1232,6 +1334,8 @@ def stage_operator(tmp):
             % (play.seconds, sorted(set(f for v in finalizers.values() for f in v))))
         for obj in foreign:
             kubectl('delete', obj['kind'].lower(), obj['metadata']['name'], '-n', NS, '--wait=true', parse=False)
+    if served:
+        served.stop()
     operator_upgrade(tmp, extra)
     if not OWN:
         operator_features(tmp, extra)

@@ -4,6 +4,8 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import json
+
 import pytest
 
 from ansible_collections.nimstack.multinode.plugins.module_utils import bundle
@@ -167,39 +169,101 @@ def test_a_package_the_maker_got_as_a_dependency_serves_a_host_that_asks_it_by_n
                         'make the bundle again from this inventory']
 
 
-def test_offline_the_kubernetes_components_come_from_what_was_carried_in():
+def test_offline_the_kubernetes_components_come_from_the_bundle_or_what_was_carried_in():
     url = 'http://10.0.0.5:8080'
     problems = bundle.k8s_problems(url, {}, lws_needed=True, operator_needed=True)
     assert problems == [
-        'offline mode: LeaderWorkerSet would be installed from the chart oci://registry.k8s.io/lws/charts/lws '
-        "(lws_install_method=helm); carry it in: lws_helm_chart_path (the chart's directory or archive), or "
-        'lws_install_method=file with lws_manifest_file',
-        'offline mode: the NIM Operator would be installed from the chart repository https://helm.ngc.nvidia.com/nvidia '
-        '(nim_operator_helm_repo_url); carry its chart in: nim_operator_helm_chart_file']
+        'offline mode: the bundle has no files/lws-chart-v0.10.0.tgz (LeaderWorkerSet v0.10.0\'s chart '
+        'oci://registry.k8s.io/lws/charts/lws, lws_install_method=helm); make the bundle again from this inventory '
+        "(playbooks/bundle.yml), or carry it in: lws_helm_chart_path (the chart's directory or archive)",
+        "offline mode: the bundle has no files/k8s-nim-operator-v3.1.2.tgz (the NIM Operator v3.1.2's chart); make "
+        'the bundle again from this inventory (playbooks/bundle.yml), or carry it in: nim_operator_helm_chart_file']
+    held = {'files/lws-chart-v0.10.0.tgz': {'size': 10}, 'files/k8s-nim-operator-v3.1.2.tgz': {'size': 20},
+            'files/lws-v0.9.0-manifests.yaml': {'size': 30}}
+    assert bundle.k8s_problems(url, {}, lws_needed=True, operator_needed=True, held=held) == []
+    served = bundle.k8s_problems(url, {}, True, True, held=held, present=lambda path, size: size != 20)
+    assert served == ['the bundle lists files/k8s-nim-operator-v3.1.2.tgz (the NIM Operator v3.1.2\'s chart) but does '
+                      'not serve it with its size of 20 bytes']
+    # The manifest method looks for the manifest of the version it installs.
+    manifest = bundle.k8s_problems(url, {'lws_install_method': 'manifest', 'lws_version': 'v0.10.0'}, True, False, held=held)
+    assert [p[:60] for p in manifest] == ['offline mode: the bundle has no files/lws-v0.10.0-manifests.']
+    assert bundle.k8s_problems(url, {'lws_install_method': 'manifest', 'lws_version': 'v0.9.0'}, True, False, held=held) == []
     carried = {'lws_install_method': 'file', 'nim_operator_helm_chart_file': '/srv/k8s-nim-operator-3.1.2.tgz'}
     assert bundle.k8s_problems(url, carried, lws_needed=True, operator_needed=True) == []
+    assert bundle.k8s_problems(url, {'lws_helm_chart_path': '/srv/lws.tgz'}, lws_needed=True, operator_needed=False) == []
     assert bundle.k8s_problems('', {}, lws_needed=True, operator_needed=True) == []
-    assert bundle.k8s_problems(url, {'lws_install_method': 'manifest', 'lws_manifest_url': url + '/files/lws.yaml'},
-                               lws_needed=True, operator_needed=False) == []
-    named = bundle.k8s_problems(url, dict(carried, lws_install_method='manifest', nim_operator_gpu_operator_enabled='yes'),
-                                lws_needed=True, operator_needed=True)
-    assert [p.split(' would ')[0].split('=true')[0] for p in named] == [
-        'offline mode: LeaderWorkerSet', 'offline mode: nim_operator_gpu_operator_enabled']
+    named = bundle.k8s_problems(url, dict(carried, nim_operator_gpu_operator_enabled='yes'), True, True)
+    assert named == ['offline mode: nim_operator_gpu_operator_enabled=true installs the GPU Operator from the chart '
+                     'repository https://helm.ngc.nvidia.com/nvidia; install it beforehand from a chart carried in and '
+                     'set nim_operator_gpu_operator_enabled=false']
 
 
-def test_the_kubernetes_check_reads_the_plan_s_kubernetes_groups():
+def _k8s_bundle(root, names):
+    files = []
+    for name in names:
+        (root / 'files').mkdir(exist_ok=True)
+        (root / 'files' / name).write_bytes(b'x' * 7)
+        files.append({'name': name, 'path': 'files/' + name, 'size': 7})
+    (root / 'manifest.json').write_text(json.dumps({'version': 1, 'platforms': {}, 'files': files}))
+    return 'file://' + str(root)
+
+
+def test_the_kubernetes_check_reads_the_plan_s_kubernetes_groups_and_the_bundle(tmp_path):
     from ansible_collections.nimstack.multinode.plugins.filter.bundle_plan import bundle_k8s_problems
     plan = {'groups': {'a': {'size': 1}, 'd': {'size': 3}}, 'groups_by_mode': {'kubernetes': ['a'], 'docker': ['d']}}
-    url = 'http://b'
+    url = _k8s_bundle(tmp_path, [])
     # One single-node group on the operator: no LWS; on lws, LWS only.
-    assert [p[:40] for p in bundle_k8s_problems(plan, url, {})] == ['offline mode: the NIM Operator would be ']
-    assert [p[:40] for p in bundle_k8s_problems(plan, url, {}, backend='lws')] == ['offline mode: LeaderWorkerSet would be i']
+    assert [p[:60] for p in bundle_k8s_problems(plan, url, {})] == [
+        'offline mode: the bundle has no files/k8s-nim-operator-v3.1.']
+    assert [p[:60] for p in bundle_k8s_problems(plan, url, {}, backend='lws')] == [
+        'offline mode: the bundle has no files/lws-chart-v0.10.0.tgz ']
     assert bundle_k8s_problems(plan, url, {}, install_components='false') == []
     assert bundle_k8s_problems(plan, url, {}, state='absent') == []
     assert bundle_k8s_problems(plan, url, {}, render_dir='/tmp/out') == []
     assert bundle_k8s_problems(dict(plan, groups_by_mode={'kubernetes': []}), url, {}) == []
     multi = {'groups': {'a': {'size': 2}}, 'groups_by_mode': {'kubernetes': ['a']}}
     assert len(bundle_k8s_problems(multi, url, {})) == 2
+    url = _k8s_bundle(tmp_path, ['lws-chart-v0.10.0.tgz', 'k8s-nim-operator-v3.1.2.tgz'])
+    assert bundle_k8s_problems(multi, url, {}) == []
+    (tmp_path / 'files' / 'lws-chart-v0.10.0.tgz').unlink()
+    assert bundle_k8s_problems(multi, url, {}) == [
+        "the bundle lists files/lws-chart-v0.10.0.tgz (LeaderWorkerSet v0.10.0's chart oci://registry.k8s.io/lws/charts/lws, "
+        'lws_install_method=helm) but does not serve it with its size of 7 bytes']
+    assert [p[:60] for p in bundle_k8s_problems(multi, 'file://' + str(tmp_path / 'none'), {})] == [
+        "nimstack_bundle_url: cannot read the bundle's manifest: [Err"]
+
+
+def test_the_bundle_carries_what_the_kubernetes_components_would_fetch():
+    assert bundle.wanted_k8s_files({}) == [
+        {'name': 'lws-chart-v0.10.0.tgz', 'oci': 'oci://registry.k8s.io/lws/charts/lws', 'version': '0.10.0'},
+        {'name': 'k8s-nim-operator-v3.1.2.tgz', 'repo': 'https://helm.ngc.nvidia.com/nvidia', 'chart': 'k8s-nim-operator',
+         'version': 'v3.1.2'}]
+    # The manifest method: the role's default URL, at the version set.
+    assert bundle.wanted_k8s_files({'lws_install_method': 'manifest', 'lws_version': 'v0.9.0', 'nim_k8s_backend': 'lws'}) == [
+        {'name': 'lws-v0.9.0-manifests.yaml',
+         'url': 'https://github.com/kubernetes-sigs/lws/releases/download/v0.9.0/manifests.yaml'}]
+    # What is carried in by hand is not fetched; Volcano only where it schedules.
+    assert bundle.wanted_k8s_files({'lws_install_method': 'file', 'nim_operator_helm_chart_file': '/srv/op.tgz'}) == []
+    assert bundle.wanted_k8s_files({'lws_helm_chart_path': '/srv/lws', 'nim_k8s_backend': 'lws',
+                                    'nim_k8s_scheduler': 'volcano'}) == [
+        {'name': 'volcano-v1.12.1.tgz', 'repo': 'https://volcano-sh.github.io/helm-charts', 'chart': 'volcano',
+         'version': 'v1.12.1'}]
+    assert bundle.wanted_k8s_files({'lws_install_method': 'file', 'nim_k8s_backend': 'lws', 'nim_k8s_scheduler': 'volcano',
+                                    'volcano_install_method': 'manifest'}) == [
+        {'name': 'volcano-v1.12.1-development.yaml',
+         'url': 'https://raw.githubusercontent.com/volcano-sh/volcano/v1.12.1/installer/volcano-development.yaml'}]
+
+
+def test_a_chart_s_url_is_read_from_its_repository_s_index_as_helm_reads_it():
+    index = ('apiVersion: v1\nentries:\n  k8s-nim-operator:\n  - version: 3.1.2\n    urls: [charts/k8s-nim-operator-3.1.2.tgz]\n'
+             '  - version: v3.0.0\n    urls: [https://cdn.example/op-3.0.0.tgz]\n')
+    repo = 'https://helm.example/nvidia'
+    assert bundle.chart_url(index, repo, 'k8s-nim-operator', 'v3.1.2') == 'https://helm.example/nvidia/charts/k8s-nim-operator-3.1.2.tgz'
+    assert bundle.chart_url(index, repo + '/', 'k8s-nim-operator', '3.0.0') == 'https://cdn.example/op-3.0.0.tgz'
+    with pytest.raises(ValueError, match=r'has no chart k8s-nim-operator at version v9.0.0 \(it has 3.1.2, v3.0.0\)'):
+        bundle.chart_url(index, repo, 'k8s-nim-operator', 'v9.0.0')
+    with pytest.raises(ValueError, match='no chart volcano at version 1 .it has none'):
+        bundle.chart_url(index, repo, 'volcano', '1')
 
 
 def test_the_images_carried_in_are_the_docker_groups_nim_and_downloader_images():

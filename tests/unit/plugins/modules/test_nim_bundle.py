@@ -4,6 +4,10 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import hashlib
+
+import pytest
+
 from ansible_collections.nimstack.multinode.plugins.modules import nim_bundle
 
 
@@ -72,3 +76,53 @@ def test_the_vendors_sources_list_is_written_with_or_without_a_repository(tmp_pa
     assert open(target).read().splitlines() == [
         'deb [signed-by=/keys/nvidia-cuda-debian-12.asc] http://m/cuda/ /',
         'deb [signed-by=/keys/docker-debian-12.asc] https://d/linux/debian bookworm stable']
+
+
+class _Module(object):
+    check_mode = False
+
+    def __init__(self, files):
+        self.params = {'files': files, 'helm': 'helm'}
+
+    def fail_json(self, **kwargs):
+        raise AssertionError(kwargs['msg'])
+
+
+def _maker(dest, files):
+    maker = object.__new__(nim_bundle.Maker)
+    maker.module = _Module(files)
+    maker.p = maker.module.params
+    maker.dest = str(dest)
+    return maker
+
+
+def test_the_kubernetes_files_are_fetched_once_checksummed_and_dropped_when_no_longer_named(tmp_path):
+    source = tmp_path / 'internet'
+    (source / 'charts').mkdir(parents=True)
+    (source / 'lws.yaml').write_text('kind: List\n')
+    (source / 'charts' / 'op-3.1.2.tgz').write_bytes(b'chart')
+    (source / 'index.yaml').write_text('entries:\n  k8s-nim-operator:\n  - version: 3.1.2\n    urls: [charts/op-3.1.2.tgz]\n')
+    files = [{'name': 'lws-v0.10.0-manifests.yaml', 'url': 'file://%s/lws.yaml' % source},
+             {'name': 'k8s-nim-operator-v3.1.2.tgz', 'repo': 'file://%s' % source, 'chart': 'k8s-nim-operator',
+              'version': 'v3.1.2'}]
+    bundle_dir = tmp_path / 'bundle'
+    manifest = {}
+    assert _maker(bundle_dir, files).files(manifest) == ['k8s-nim-operator-v3.1.2.tgz', 'lws-v0.10.0-manifests.yaml']
+    assert (bundle_dir / 'files' / 'k8s-nim-operator-v3.1.2.tgz').read_bytes() == b'chart'
+    sums = (bundle_dir / 'files' / 'SHA256SUMS').read_text().splitlines()
+    assert sums == ['%s  k8s-nim-operator-v3.1.2.tgz' % hashlib.sha256(b'chart').hexdigest(),
+                    '%s  lws-v0.10.0-manifests.yaml' % hashlib.sha256(b'kind: List\n').hexdigest()]
+    assert [(r['path'], r['size'], r['source']) for r in manifest['files']] == [
+        ('files/k8s-nim-operator-v3.1.2.tgz', 5, 'file://%s (k8s-nim-operator v3.1.2)' % source),
+        ('files/lws-v0.10.0-manifests.yaml', 11, 'file://%s/lws.yaml' % source)]
+    # Again with nothing changed: nothing fetched, even with the source gone.
+    (source / 'index.yaml').unlink()
+    assert _maker(bundle_dir, files).files(manifest) == []
+    # A file changed in the bundle is fetched again; a file no longer named goes.
+    (bundle_dir / 'files' / 'lws-v0.10.0-manifests.yaml').write_text('kind: Lis\n')
+    assert _maker(bundle_dir, files[:1]).files(manifest) == ['lws-v0.10.0-manifests.yaml']
+    assert sorted(p.name for p in (bundle_dir / 'files').iterdir()) == ['SHA256SUMS', 'lws-v0.10.0-manifests.yaml']
+    with pytest.raises(AssertionError, match='needs a plain name and one source'):
+        _maker(bundle_dir, [{'name': '../x', 'url': 'file:///etc/hostname'}]).files(manifest)
+    with pytest.raises(AssertionError, match='cannot fetch k8s-nim-operator-v3.1.2.tgz for the bundle: .*index.yaml'):
+        _maker(bundle_dir, files[1:]).files(manifest)
