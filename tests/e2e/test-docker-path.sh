@@ -76,6 +76,10 @@ expect_refused layout "nim_tensor_parallel=3" -e nim_tensor_parallel=3
 # Online: offline, an image no archive carries in comes from the bundle and needs no key.
 expect_refused ngc-key "nim_ngc_api_key (nim_docker_ngc_api_key) is empty" -e nim_docker_image_archive= -e nimstack_bundle_url=
 expect_refused pp "has 3 hosts" -e nim_pipeline_parallel=2
+# Offline: an image the bundle does not hold, with no archive named, is named before any host changes.
+if [[ -n ${images_dir:-} ]]; then
+  expect_refused bundle-image "the bundle has no image nimstack-lab/nim-standin:not-carried" -e nim_image_tag=not-carried
+fi
 two=$logs/inv-two-leaders
 mkdir -p "$two/host_vars"
 printf -- '---\nall: {}\n' >"$two/hosts.yml"
