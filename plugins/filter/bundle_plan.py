@@ -86,9 +86,12 @@ def bundle_problems(hostvars, groups, url, node_group='nim_nodes'):
         return ['nimstack_bundle_url: cannot read the bundle\'s manifest: %s' % exc]
     hardware = dict((host, _bundle.parse_hardware(hostvars[host][_bundle.HARDWARE_FACT]))
                     for host in kinds if _bundle.HARDWARE_FACT in hostvars[host])
+    present = _bundle.served(url)
     problems = _bundle.manifest_problems(
         manifest, _bundle.wanted_packages(kinds, vars_by_host, platforms, hardware_by_host=hardware),
-        platforms, _bundle.served(url))
+        platforms, present)
+    if isinstance(manifest, dict):
+        problems += _bundle.image_problems(manifest, kinds, vars_by_host, url, present)
     if unknown:
         problems.append('the distribution of %s is not known yet (its facts were not gathered), so the bundle cannot '
                         'be checked for it' % ', '.join(unknown))

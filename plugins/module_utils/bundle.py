@@ -42,7 +42,7 @@ except ImportError:  # pragma: no cover - Python 2
     from urllib import quote  # pylint: disable=no-name-in-module
     from urlparse import urljoin  # pylint: disable=import-error
 
-from ansible_collections.nimstack.multinode.plugins.module_utils import driver_plan, toolkit_plan
+from ansible_collections.nimstack.multinode.plugins.module_utils import docker_spec, driver_plan, toolkit_plan
 from ansible_collections.nimstack.multinode.plugins.module_utils.values import truthy
 
 try:
@@ -380,9 +380,8 @@ def wanted_images(kinds_by_host, vars_by_host):
     return sorted(found)
 
 
-def image_file(reference):
-    """The file name of an image's archive in the bundle's images/: the reference with /, : and @ as _."""
-    return ''.join('_' if c in '/:@' else c for c in reference) + '.tar'
+# The file name of an image's archive in the bundle's images/ (the nodes load it from there).
+image_file = docker_spec.image_file
 
 
 def wanted_sources(kinds_by_host, vars_by_host, platform, root=ROOT):
@@ -448,6 +447,33 @@ def manifest_problems(manifest, wanted, platforms_by_host, present=None):
     return problems
 
 
+def image_problems(manifest, kinds_by_host, vars_by_host, url, present=None):
+    """What keeps the bundle at url from serving the images its Docker hosts load from it in offline
+    mode (docker_spec.bundle_image: an image of a registry on the internet that no archive carries
+    in), each named with the hosts that would load it and the setting that carries it in instead."""
+    from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import image_reference  # noqa: E501 pylint: disable=import-outside-toplevel
+    wanted = {}
+    for host in sorted(h for h, kinds in kinds_by_host.items() if 'docker' in kinds):
+        hvars = vars_by_host.get(host) or {}
+        image = image_reference(hvars['nim_image'], hvars.get('nim_image_tag')) if hvars.get('nim_image') else ''
+        for ref, variable in ((image, 'nim_docker_image_archive'),
+                              (str(hvars.get('nim_docker_download_image') or ''), 'nim_docker_download_image_archive')):
+            if docker_spec.bundle_image(ref, hvars.get(variable) or '', url):
+                wanted.setdefault((ref, variable), []).append(host)
+    held = dict((i.get('ref'), i) for i in (manifest or {}).get('images') or [] if isinstance(i, dict))
+    problems = []
+    for (ref, variable), hosts in sorted(wanted.items()):
+        record = held.get(ref)
+        if record is None:
+            problems.append('the bundle has no image %s (images/%s), which %s would load from it (no %s given); make the '
+                            'bundle again from this inventory (playbooks/bundle.yml), or carry it in as an archive: %s'
+                            % (ref, image_file(ref), ', '.join(hosts), variable, variable))
+        elif present is not None and not present(record.get('path'), record.get('size')):
+            problems.append('the bundle lists %s (%s) but does not serve it with its size of %s bytes'
+                            % (record.get('path'), ref, record.get('size')))
+    return problems
+
+
 def read_manifest(text):
     try:
         value = json.loads(text)
@@ -467,7 +493,8 @@ READS = ('nim_deployment_mode', 'nim_group_firewall', 'nim_firewall_enabled', 'd
          'nvidia_driver_repo_base_url', 'nvidia_driver_repo_key_url', 'nvidia_container_toolkit_enabled',
          'nvidia_container_toolkit_version', 'nvidia_container_toolkit_repo_url',
          'nvidia_container_toolkit_repo_base_url', 'nvidia_container_toolkit_repo_channel',
-         'nvidia_container_toolkit_repo_key_url', 'nim_image', 'nim_image_tag', 'nim_docker_download_image')
+         'nvidia_container_toolkit_repo_key_url', 'nim_image', 'nim_image_tag', 'nim_docker_download_image',
+         'nim_docker_image_archive', 'nim_docker_download_image_archive')
 # The fact the OS check leaves on each Docker host in offline mode: its read of the hardware.
 HARDWARE_FACT = '__validate_inventory_bundle_hardware'
 

@@ -15,7 +15,7 @@ __metaclass__ = type
 import os
 import re
 
-from ansible_collections.nimstack.multinode.plugins.module_utils.docker_spec import docker_groups
+from ansible_collections.nimstack.multinode.plugins.module_utils.docker_spec import bundle_image, docker_groups
 from ansible_collections.nimstack.multinode.plugins.module_utils.values import ansible_int as as_int
 from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import (
     RULES, as_bool, check_value, gid_clash_problems, image_reference)
@@ -121,19 +121,6 @@ def _gid_problems(name, secrets_gid, mesh_gid, ssh_mesh, container_gid):
             for variable, gid, problem in gid_clash_problems(hvars, {'docker'})]
 
 
-# Registries on the internet: an offline run pulls nothing from them (docs/offline.md).
-PUBLIC_REGISTRIES = ('nvcr.io', 'docker.io', 'ghcr.io', 'quay.io', 'registry.k8s.io', 'gcr.io')
-
-
-def registry_of(image):
-    """The registry an image reference is pulled from, as Docker reads it: its first component where
-    that names a host (a dot, a port or localhost), else Docker Hub."""
-    first, slash, _rest = str(image).partition('/')
-    if slash and ('.' in first or ':' in first or first == 'localhost'):
-        return 'docker.io' if first in ('index.docker.io', 'registry-1.docker.io') else first
-    return 'docker.io'
-
-
 def preflight_problems(plan, play_hosts, inputs, deploying=True, allow_partial=False, secrets_gid=0,
                        ulimits=None, is_file=os.path.isfile, canary=None, container_gid=1000):
     """Every problem the Docker preflight finds, in one list without repeats.
@@ -175,25 +162,15 @@ def preflight_problems(plan, play_hosts, inputs, deploying=True, allow_partial=F
                 % (name, ', '.join(summary['missing']), ','.join(summary['hosts'])))
         present = bool(summary.get('present', True))
         archive = summary.get('archive') or ''
-        if present and not archive and not summary.get('key_set', False):
-            image = image_reference(settings.get('nim_image') or '', settings.get('nim_image_tag'))
+        image = image_reference(settings.get('nim_image') or '', settings.get('nim_image_tag'))
+        # Offline mode: an image of a registry on the internet that no archive carries in comes from the
+        # bundle (the OS check's bundle_problems says whether the bundle holds it); none is pulled from there.
+        from_bundle = bundle_image(image, archive, summary.get('bundle_url'))
+        if present and not archive and not from_bundle and not summary.get('key_set', False):
             errors.append(
                 "group '%s': nim_ngc_api_key (nim_docker_ngc_api_key) is empty, but %s is pulled from %s;"
                 ' provide the key (ansible-vault or an AWX credential) or ship the image as an archive'
                 ' (nim_docker_image_archive)' % (name, image, summary.get('registry', '')))
-        # Offline mode: an image that is pulled rather than loaded must come from inside the site.
-        if present and summary.get('bundle_url'):
-            for variable, image, carried in (
-                    ('nim_docker_image_archive',
-                     image_reference(settings.get('nim_image') or '', settings.get('nim_image_tag')), archive),
-                    ('nim_docker_download_image_archive', summary.get('download_image') or '',
-                     summary.get('download_archive') or '')):
-                if image and not carried and registry_of(image) in PUBLIC_REGISTRIES:
-                    errors.append(
-                        "group '%s': offline mode (nimstack_bundle_url), but %s would be pulled from %s, which a "
-                        "site without a way out cannot reach; carry it in as an archive (%s, made with docker save "
-                        "where the internet is) or serve it from the site's own registry" % (
-                            name, image, registry_of(image), variable))
         for variable, path in (('nim_docker_image_archive', archive),
                                ('nim_docker_download_image_archive', summary.get('download_archive') or '')):
             if present and path and not summary.get('archive_on_nodes', False) and not is_file(path):

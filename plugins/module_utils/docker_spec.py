@@ -28,7 +28,35 @@ READY_TIMEOUT = 300
 
 OPTION_NAMES = ('container_prefix', 'config_dir', 'mesh_dir', 'ray_auth', 'download_model', 'download_image',
                 'ngc_key_set', 'ulimits', 'restart_policy', 'secrets_gid', 'ready_timeout', 'image_archive',
-                'overlap_transfers', 'check_mode', 'transfer_timeout', 'transfer_poll_interval')
+                'download_image_archive', 'bundle_url', 'overlap_transfers', 'check_mode', 'transfer_timeout',
+                'transfer_poll_interval')
+
+# Registries on the internet: an offline run pulls nothing from them (docs/offline.md).
+PUBLIC_REGISTRIES = ('nvcr.io', 'docker.io', 'ghcr.io', 'quay.io', 'registry.k8s.io', 'gcr.io')
+
+
+def registry_of(image):
+    """The registry an image reference is pulled from, as Docker reads it: its first component where
+    that names a host (a dot, a port or localhost), else Docker Hub."""
+    first, slash, _rest = str(image).partition('/')
+    if slash and ('.' in first or ':' in first or first == 'localhost'):
+        return 'docker.io' if first in ('index.docker.io', 'registry-1.docker.io') else first
+    return 'docker.io'
+
+
+def image_file(reference):
+    """The file name of an image's archive in the offline bundle's images/: the reference with /, : and @
+    as _, and .tar."""
+    return ''.join('_' if c in '/:@' else c for c in str(reference)) + '.tar'
+
+
+def bundle_image(image, archive, bundle_url):
+    """The name in the offline bundle's images/ of the archive a node loads an image from: in offline
+    mode (bundle_url), an image of a registry on the internet that no archive carries in; '' otherwise
+    (the archive given, or a pull from the site's own registry)."""
+    if bundle_url and image and not archive and registry_of(image) in PUBLIC_REGISTRIES:
+        return image_file(image)
+    return ''
 
 
 class DockerSpecError(Exception):
@@ -121,6 +149,7 @@ def docker_rank_spec(plan, host, options):
     overlap = bool(options['overlap_transfers']) and not bool(options['check_mode'])
     transfer_timeout = int(options['transfer_timeout'])
     own_downloader = bool(options['download_image'])
+    from_bundle = bundle_image(image, options['image_archive'], options['bundle_url'])
 
     return {
         # The names of every Docker group of the plan, this host's or not.
@@ -155,7 +184,12 @@ def docker_rank_spec(plan, host, options):
         'download_stamp': '%s/download-%s.done' % (group_dir, download_id[:16]),
         # The leader downloads its group's model (until its stamp says it did).
         'download_leader': download_model and leader,
-        'from_archive': bool(options['image_archive']),
+        # Offline mode: the archive of the bundle's images/ where no archive is given (bundle_image).
+        'from_bundle': from_bundle,
+        'from_archive': bool(options['image_archive']) or bool(from_bundle),
+        'image_file': from_bundle or str(options['image_archive']).rsplit('/', 1)[-1],
+        'download_from_bundle': bundle_image(options['download_image'], options['download_image_archive'],
+                                             options['bundle_url']),
         'download_early': overlap and own_downloader,
         # Seconds a transfer may run as a background job, 0 in the foreground: without overlap, and
         # for a leader whose download needs the NIM image itself first (image_async_downloading).

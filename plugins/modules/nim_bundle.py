@@ -61,7 +61,8 @@ options:
         reference with slashes, colons and at signs as underscores (C(nimstack.multinode.bundle_images) names
         the inventory's). Each must be on this machine (the playbook pulls those that are not).
       - An image whose ID and file are those the manifest records is not saved again; an archive of an image
-        no longer named is removed.
+        no longer named is removed. C(images/SHA256SUMS) lists each archive's sha256 (the nodes check what they
+        download against it).
     type: list
     elements: str
     default: []
@@ -248,6 +249,20 @@ def intact(dest, record):
     return bool(record.get('files'))
 
 
+def write_checksums(folder, entries):
+    """folder/SHA256SUMS, a "<sha256>  <name>" line per (sha256, name) as sha256sum writes them (and
+    get_url's checksum reads them); removed where there is nothing to list."""
+    sums = os.path.join(folder, bundle.CHECKSUMS)
+    text = ''.join('%s  %s\n' % entry for entry in sorted(entries, key=lambda e: e[1]))
+    if entries and (not os.path.exists(sums) or open(sums).read() != text):
+        with open(sums + '.tmp', 'w') as handle:
+            handle.write(text)
+        os.chmod(sums + '.tmp', 0o644)
+        os.replace(sums + '.tmp', sums)
+    elif not entries and os.path.exists(sums):
+        os.remove(sums)
+
+
 class Maker(object):
     def __init__(self, module):
         self.module = module
@@ -316,8 +331,10 @@ class Maker(object):
             kept = set(r['path'] for r in records)
             folder = os.path.join(self.dest, 'images')
             for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else ():
-                if 'images/' + name not in kept:
+                if 'images/' + name not in kept and name != bundle.CHECKSUMS:
                     os.remove(os.path.join(folder, name))
+            # What the nodes check the archive they download against (get_url's checksum).
+            write_checksums(folder, [(r['sha256'], os.path.basename(r['path'])) for r in records])
             manifest['images'] = records
         return saved
 
@@ -386,15 +403,7 @@ class Maker(object):
             for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else ():
                 if name not in kept and name != bundle.CHECKSUMS:
                     os.remove(os.path.join(folder, name))
-            sums = os.path.join(folder, bundle.CHECKSUMS)
-            text = ''.join('%s  %s\n' % (r['sha256'], r['name']) for r in records)
-            if records and (not os.path.exists(sums) or open(sums).read() != text):
-                with open(sums + '.tmp', 'w') as handle:
-                    handle.write(text)
-                os.chmod(sums + '.tmp', 0o644)
-                os.replace(sums + '.tmp', sums)
-            elif not records and os.path.exists(sums):
-                os.remove(sums)
+            write_checksums(folder, [(r['sha256'], r['name']) for r in records])
             manifest['files'] = records
         return loaded
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end test of the Docker path on a fresh 3-host lab (1 leader, 2 workers, TP 1 / PP 3,
-# launch contract mpi) with the stand-in NIM image shipped as a `docker save` archive and its
+# launch contract mpi) with the stand-in NIM image shipped as a `docker save` archive (on a lab cut
+# off from the internet, as make test's: in the offline bundle, from which each node downloads it) and its
 # model from the lab's model source:
 #   1. bad input (a layout the planner rejects, no NGC key for a registry pull, two leaders, a
 #      group whose size differs from PP) fails site.yml before any host changes, naming it;
@@ -54,12 +55,31 @@ step "fresh lab, model source and stand-in image archive"
 lab_fresh build/standin/nim-standin.tar
 if tests/lab/bundle.sh rule >/dev/null 2>&1; then
   refused_before=$(tests/lab/bundle.sh cut-count)
+  # Offline (make test), the image comes from the bundle, as a site's does: no archive named, the
+  # lab's bundle made again with the stand-in image in it (in a directory of the cache of its own,
+  # so that other labs' bundle stays as it is) and served in its place; each node downloads the
+  # archive from it and checks it against the bundle's images/SHA256SUMS.
+  step "the stand-in image in the offline bundle: no archive named, the nodes load the bundle's"
+  t=$SECONDS
+  images_dir=$(tests/lab/bundle.sh make lab-images \
+    "{\"nimstack_bundle_images\": [\"nimstack-lab/bundle-probe:1\", \"$image\"]}" 2>"$logs/bundle-images.txt") \
+    || { cat "$logs/bundle-images.txt"; fail "the bundle with the stand-in image could not be made"; }
+  tests/lab/bundle.sh up "$images_dir" >/dev/null
+  play_args+=(-e nim_docker_image_archive=)
+  image_file=${image//[\/:@]/_}.tar
+  echo "   $(tr -s ' ' <"$logs/bundle-images.txt" | grep -o 'fetched .*; saved [^;]*'), served at $(tests/lab/bundle.sh url):" \
+    "$((SECONDS - t)) s"
 fi
 
 step "bad input fails before any host changes"
 expect_refused layout "nim_tensor_parallel=3" -e nim_tensor_parallel=3
-expect_refused ngc-key "nim_ngc_api_key (nim_docker_ngc_api_key) is empty" -e nim_docker_image_archive=
+# Online: offline, an image no archive carries in comes from the bundle and needs no key.
+expect_refused ngc-key "nim_ngc_api_key (nim_docker_ngc_api_key) is empty" -e nim_docker_image_archive= -e nimstack_bundle_url=
 expect_refused pp "has 3 hosts" -e nim_pipeline_parallel=2
+# Offline: an image the bundle does not hold, with no archive named, is named before any host changes.
+if [[ -n ${images_dir:-} ]]; then
+  expect_refused bundle-image "the bundle has no image nimstack-lab/nim-standin:not-carried" -e nim_image_tag=not-carried
+fi
 two=$logs/inv-two-leaders
 mkdir -p "$two/host_vars"
 printf -- '---\nall: {}\n' >"$two/hosts.yml"
@@ -85,6 +105,13 @@ step "site.yml with the worker back: ready and smoke test"
 play "$logs/site-1.log" || { tail -60 "$logs/site-1.log"; fail "site.yml (see $logs/site-1.log)"; }
 grep -A14 'Report the smoke test' "$logs/site-1.log" | grep -E 'time_to_first_byte_s|total_s|reply|^ +- ' | sed 's/^ */   /'
 probe_ready || fail "the endpoint is not ready after site.yml"
+if [[ -n ${images_dir:-} ]]; then
+  fetched=$(docker logs "$prefix-bundle" 2>&1 | grep -c "\"GET /images/$image_file HTTP/1.[01]\" 200" || true)
+  sums=$(docker logs "$prefix-bundle" 2>&1 | grep -c '"GET /images/SHA256SUMS HTTP/1.[01]" 200' || true)
+  ((fetched == 3)) || fail "the nodes fetched images/$image_file $fetched times from the bundle, not once each"
+  echo "   each of the 3 nodes fetched images/$image_file ($(du -m "$images_dir/images/$image_file" | cut -f1) MiB)" \
+    "from the bundle once, checked against images/SHA256SUMS ($sums reads), and loaded it"
+fi
 downloads=$(tests/lab/model-source.sh count)
 echo "   model downloads from the source: $downloads"
 ((downloads == 1)) || fail "the model was downloaded $downloads times, not once"

@@ -3,8 +3,9 @@
 #
 #   tests/lab/bundle.sh make [DIR [VARS]]
 #                                     make (or refresh) the lab's bundle with playbooks/bundle.yml (into
-#                                     DIR instead, with more variables as JSON: a test's); prints its directory
-#   tests/lab/bundle.sh up            serve it on the lab network at .4:8080; prints its URL
+#                                     DIR instead, a name without a slash being a directory of the cache,
+#                                     with more variables as JSON: a test's); prints its directory
+#   tests/lab/bundle.sh up [DIR]      serve it (or DIR) on the lab network at .4:8080; prints its URL
 #   tests/lab/bundle.sh down          remove the server container
 #   tests/lab/bundle.sh url           print the URL
 #   tests/lab/bundle.sh cut           let the lab's hosts reach only the lab network (below)
@@ -41,6 +42,7 @@ die() { echo "bundle.sh: $*" >&2; exit 1; }
 cmd_make() {
   local dir=${1:-$dir} more=${2:-} image vendor rc=0
   [[ -n $more ]] || more='{}'
+  [[ $dir == */* ]] || dir=$cache/$dir
   image=$("$here/build-image.sh")
   mkdir -p "$cache"
   # One make at a time: the lab tests' streams start labs at once.
@@ -72,7 +74,7 @@ cmd_make() {
 }
 
 cmd_up() {
-  local image recipe deadline
+  local dir=${1:-$dir} image recipe deadline
   [[ -s "$dir/manifest.json" ]] || die "no bundle in $dir; use 'bundle.sh make'"
   image=$("$here/build-image.sh")
   recipe=$(echo "$image $network $addr $dir" | sha256sum | cut -c1-12)
@@ -150,7 +152,7 @@ cmd_cut_log() {
 
 case "${1:-}" in
   make) cmd_make "${@:2}" ;;
-  up) cmd_up ;;
+  up) cmd_up "${2:-}" ;;
   down) docker rm -f "$name" >/dev/null 2>&1 || true ;;
   url) echo "$url" ;;
   cut) cmd_cut ;;

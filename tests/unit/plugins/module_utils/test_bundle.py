@@ -278,3 +278,28 @@ def test_the_images_carried_in_are_the_docker_groups_nim_and_downloader_images()
     assert bundle.wanted_images({'a': {'docker'}}, {}) == []
     assert bundle.image_file('nvcr.io/nim/meta/llama:1.3.0') == 'nvcr.io_nim_meta_llama_1.3.0.tar'
     assert bundle.image_file('r/i@' + digest) == 'r_i_sha256_' + 'a' * 64 + '.tar'
+
+
+def test_offline_the_images_no_archive_carries_in_must_be_in_the_bundle():
+    url = 'http://b:8080'
+    kinds = {'n1': {'docker'}, 'n2': {'docker'}, 'fd': {'frontend'}}
+    nim = {'nim_image': 'nvcr.io/nim/meta/llama', 'nim_image_tag': '1.3.0'}
+    hvars = {'n1': dict(nim), 'n2': dict(nim, nim_docker_download_image='busybox:1'), 'fd': {}}
+    held = {'images': [{'ref': 'nvcr.io/nim/meta/llama:1.3.0', 'path': 'images/nvcr.io_nim_meta_llama_1.3.0.tar',
+                        'size': 9}]}
+    assert bundle.image_problems(held, kinds, hvars, url) == [
+        'the bundle has no image busybox:1 (images/busybox_1.tar), which n2 would load from it (no '
+        'nim_docker_download_image_archive given); make the bundle again from this inventory (playbooks/bundle.yml), '
+        'or carry it in as an archive: nim_docker_download_image_archive']
+    assert bundle.image_problems(held, kinds, hvars, url, present=lambda path, size: False) == [
+        'the bundle has no image busybox:1 (images/busybox_1.tar), which n2 would load from it (no '
+        'nim_docker_download_image_archive given); make the bundle again from this inventory (playbooks/bundle.yml), '
+        'or carry it in as an archive: nim_docker_download_image_archive',
+        'the bundle lists images/nvcr.io_nim_meta_llama_1.3.0.tar (nvcr.io/nim/meta/llama:1.3.0) but does not serve it '
+        'with its size of 9 bytes']
+    # An archive given, or the site's own registry, is not asked of the bundle; online, nothing is.
+    carried = {'n1': dict(nim, nim_docker_image_archive='/srv/nim.tar'),
+               'n2': dict(nim, nim_image='site:5000/nim/llama', nim_docker_download_image='busybox:1',
+                          nim_docker_download_image_archive='/srv/dl.tar')}
+    assert bundle.image_problems({}, kinds, carried, url) == []
+    assert bundle.image_problems({}, kinds, hvars, '') == []

@@ -110,32 +110,34 @@ def test_an_archive_or_an_absent_state_needs_no_key():
     assert _problems(plan, inputs=_inputs(plan, key_set=False, present=False)) == []
 
 
-def test_offline_an_image_from_an_internet_registry_must_be_carried_in_as_an_archive():
+def test_offline_an_image_from_an_internet_registry_comes_from_the_bundle_and_needs_no_key():
     plan = _plan(groups=('a',))
-    offline = dict(bundle_url='http://10.0.0.5:8080')
-    assert _problems(plan, inputs=_inputs(plan, **offline)) == [
-        "group 'a': offline mode (nimstack_bundle_url), but nvcr.io/nim/meta/llama-3.1-405b-instruct:1.3.0 would be "
-        'pulled from nvcr.io, which a site without a way out cannot reach; carry it in as an archive '
-        "(nim_docker_image_archive, made with docker save where the internet is) or serve it from the site's own "
-        'registry']
-    assert _problems(plan, inputs=_inputs(plan, archive='/srv/nim.tar', **offline)) == []
-    # The downloader's image the same way, from Docker Hub where its name names no registry.
-    problems = _problems(plan, inputs=_inputs(plan, archive='/srv/nim.tar', download_image='busybox:1', **offline))
-    assert problems == ["group 'a': offline mode (nimstack_bundle_url), but busybox:1 would be pulled from docker.io, "
-                        'which a site without a way out cannot reach; carry it in as an archive '
-                        "(nim_docker_download_image_archive, made with docker save where the internet is) or "
-                        "serve it from the site's own registry"]
-    # The site's own registry serves; online, nothing is asked.
+    offline = dict(bundle_url='http://10.0.0.5:8080', key_set=False)
+    # Whether the bundle holds it is the OS check's (bundle_problems), which reads its manifest.
+    assert _problems(plan, inputs=_inputs(plan, **offline)) == []
+    # The site's own registry is pulled from, with the key it needs.
     site = _plan(groups=('a',), nim_image='registry.site.example:5000/nim/llama')
-    assert _problems(site, inputs=_inputs(site, **offline)) == []
-    assert _problems(plan, inputs=_inputs(plan, download_image='busybox:1')) == []
+    assert [p[:60] for p in _problems(site, inputs=_inputs(site, **offline))] == [
+        "group 'a': nim_ngc_api_key (nim_docker_ngc_api_key) is empty"]
+    assert _problems(plan, inputs=_inputs(plan, key_set=False)) != []
+
+
+def test_an_image_comes_from_the_bundle_offline_only_from_an_internet_registry_without_an_archive():
+    from ansible_collections.nimstack.multinode.plugins.module_utils.docker_spec import bundle_image
+    url = 'http://10.0.0.5:8080'
+    assert bundle_image('nvcr.io/nim/meta/llama:1.3.0', '', url) == 'nvcr.io_nim_meta_llama_1.3.0.tar'
+    assert bundle_image('busybox@sha256:ab', '', url) == 'busybox_sha256_ab.tar'
+    assert bundle_image('nvcr.io/nim/meta/llama:1.3.0', '/srv/nim.tar', url) == ''
+    assert bundle_image('site:5000/nim/llama:1', '', url) == ''
+    assert bundle_image('nvcr.io/nim/meta/llama:1.3.0', '', '') == ''
+    assert bundle_image('', '', url) == ''
 
 
 @pytest.mark.parametrize('image, registry', [('nvcr.io/nim/meta/llama:1', 'nvcr.io'), ('busybox:1', 'docker.io'),
                                              ('library/busybox', 'docker.io'), ('localhost/x:1', 'localhost'),
                                              ('site:5000/x', 'site:5000'), ('index.docker.io/x/y', 'docker.io')])
 def test_the_registry_an_image_is_pulled_from(image, registry):
-    from ansible_collections.nimstack.multinode.plugins.module_utils.docker_preflight import registry_of
+    from ansible_collections.nimstack.multinode.plugins.module_utils.docker_spec import registry_of
     assert registry_of(image) == registry
 
 

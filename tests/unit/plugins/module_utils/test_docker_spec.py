@@ -16,7 +16,8 @@ from ansible_collections.nimstack.multinode.tests.unit.models import LLAMA_405B
 OPTIONS = {'container_prefix': 'nim', 'config_dir': '/etc/nimstack/nim', 'mesh_dir': '/etc/nimstack/mesh',
            'ray_auth': 'token', 'download_model': True, 'download_image': '', 'ngc_key_set': True,
            'ulimits': ['memlock:-1:-1', 'stack:67108864'], 'restart_policy': 'unless-stopped',
-           'secrets_gid': 64910, 'ready_timeout': 0, 'image_archive': '', 'overlap_transfers': True,
+           'secrets_gid': 64910, 'ready_timeout': 0, 'image_archive': '', 'download_image_archive': '',
+           'bundle_url': '', 'overlap_transfers': True,
            'check_mode': False, 'transfer_timeout': 3600, 'transfer_poll_interval': 10}
 
 
@@ -173,6 +174,17 @@ def test_transfers_overlap_outside_check_mode_and_wait_for_the_image_where_the_l
     worker = _spec(_plan(), 'gpu-1', transfer_timeout=95, transfer_poll_interval=10)
     assert (worker['download_leader'], worker['transfer_retries'], worker['from_archive']) == (False, 10, False)
     assert _spec(_plan(), 'gpu-1', image_archive='/srv/nim.tar')['from_archive'] is True
+
+
+def test_offline_a_node_loads_the_bundle_s_archive_of_an_image_no_archive_carries_in():
+    archived = _spec(_plan(), 'gpu-1', image_archive='/srv/images/nim.tar', bundle_url='http://b:8080')
+    assert (archived['from_archive'], archived['from_bundle'], archived['image_file']) == (True, '', 'nim.tar')
+    offline = _spec(_plan(), 'gpu-1', bundle_url='http://b:8080', download_image='nvcr.io/nim/dl:1')
+    assert (offline['from_archive'], offline['from_bundle'], offline['image_file']) == (
+        True, offline['image'].replace('/', '_').replace(':', '_') + '.tar', offline['from_bundle'])
+    assert offline['download_from_bundle'] == 'nvcr.io_nim_dl_1.tar'
+    online = _spec(_plan(), 'gpu-1', download_image='nvcr.io/nim/dl:1')
+    assert (online['from_archive'], online['from_bundle'], online['download_from_bundle']) == (False, '', '')
 
 
 @pytest.mark.parametrize('value,safe', [('nvapi-abc_DEF.123', True), ('', True), ('two words', False),
