@@ -92,6 +92,7 @@ def bundle_problems(hostvars, groups, url, node_group='nim_nodes'):
         platforms, present)
     if isinstance(manifest, dict):
         problems += _bundle.image_problems(manifest, kinds, vars_by_host, url, present)
+    problems += _bundle.dcgm_problems(kinds, vars_by_host, hardware, url)
     if unknown:
         problems.append('the distribution of %s is not known yet (its facts were not gathered), so the bundle cannot '
                         'be checked for it' % ', '.join(unknown))

@@ -474,6 +474,31 @@ def image_problems(manifest, kinds_by_host, vars_by_host, url, present=None):
     return problems
 
 
+def dcgm_problems(kinds_by_host, vars_by_host, hardware_by_host, url):
+    """In offline mode, the hosts whose DCGM exporter (role monitoring, on a Docker host a monitoring
+    host watches) would pull its image from a registry on the internet: those with an NVIDIA GPU, by
+    the OS check's read (hardware_by_host, parse_hardware), where the exporter is on. The bundle does
+    not carry that image: it comes from the site's registry, or the exporter is turned off."""
+    if not url:
+        return []
+    defaults = role_defaults('monitoring')
+    wanted = {}
+    for host in sorted(h for h, kinds in kinds_by_host.items() if 'exporters' in kinds):
+        hvars = vars_by_host.get(host) or {}
+
+        def get(name):
+            return hvars[name] if name in hvars else defaults.get(name)
+        if not truthy(get('monitoring_dcgm_exporter')) or not (hardware_by_host.get(host) or {}).get('gpu'):
+            continue
+        image = '%s:%s' % (get('monitoring_dcgm_exporter_image'), get('monitoring_dcgm_exporter_tag'))
+        if docker_spec.registry_of(image) in docker_spec.PUBLIC_REGISTRIES:
+            wanted.setdefault(image, []).append(host)
+    return ['offline mode: the DCGM exporter (monitoring_dcgm_exporter) would pull %s from %s on %s (an NVIDIA GPU '
+            'shown), and the bundle does not carry it; push it to the site\'s own registry and name it there '
+            '(monitoring_dcgm_exporter_image, monitoring_dcgm_exporter_tag), or set monitoring_dcgm_exporter=false'
+            % (image, docker_spec.registry_of(image), ', '.join(hosts)) for image, hosts in sorted(wanted.items())]
+
+
 def read_manifest(text):
     try:
         value = json.loads(text)
@@ -494,7 +519,8 @@ READS = ('nim_deployment_mode', 'nim_group_firewall', 'nim_firewall_enabled', 'd
          'nvidia_container_toolkit_version', 'nvidia_container_toolkit_repo_url',
          'nvidia_container_toolkit_repo_base_url', 'nvidia_container_toolkit_repo_channel',
          'nvidia_container_toolkit_repo_key_url', 'nim_image', 'nim_image_tag', 'nim_docker_download_image',
-         'nim_docker_image_archive', 'nim_docker_download_image_archive')
+         'nim_docker_image_archive', 'nim_docker_download_image_archive', 'monitoring_dcgm_exporter',
+         'monitoring_dcgm_exporter_image', 'monitoring_dcgm_exporter_tag')
 # The fact the OS check leaves on each Docker host in offline mode: its read of the hardware.
 HARDWARE_FACT = '__validate_inventory_bundle_hardware'
 

@@ -303,3 +303,21 @@ def test_offline_the_images_no_archive_carries_in_must_be_in_the_bundle():
                           nim_docker_download_image_archive='/srv/dl.tar')}
     assert bundle.image_problems({}, kinds, carried, url) == []
     assert bundle.image_problems({}, kinds, hvars, '') == []
+
+
+def test_offline_a_gpu_host_s_dcgm_exporter_may_not_pull_from_the_internet():
+    kinds = {'g': {'docker', 'exporters'}, 'c': {'docker', 'exporters'}, 'u': {'docker'}}
+    gpu = {'gpu': True, 'nvswitch': False, 'driver': False, 'toolkit': False, 'kernel': '6.1.0'}
+    hardware = {'g': gpu, 'c': dict(gpu, gpu=False), 'u': gpu}
+    url = 'http://b:8080'
+    assert bundle.dcgm_problems(kinds, {}, hardware, url) == [
+        'offline mode: the DCGM exporter (monitoring_dcgm_exporter) would pull '
+        'nvcr.io/nvidia/k8s/dcgm-exporter:4.2.3-4.1.3-ubuntu22.04 from nvcr.io on g (an NVIDIA GPU shown), and the '
+        "bundle does not carry it; push it to the site's own registry and name it there (monitoring_dcgm_exporter_image, "
+        'monitoring_dcgm_exporter_tag), or set monitoring_dcgm_exporter=false']
+    assert bundle.dcgm_problems(kinds, {'g': {'monitoring_dcgm_exporter': False}}, hardware, url) == []
+    assert bundle.dcgm_problems(kinds, {'g': {'monitoring_dcgm_exporter_image': 'registry.site:5000/dcgm-exporter'}},
+                                hardware, url) == []
+    # Where the hardware was not read (no OS check), or online, nothing is said.
+    assert bundle.dcgm_problems(kinds, {}, {}, url) == []
+    assert bundle.dcgm_problems(kinds, {}, hardware, '') == []
