@@ -17,10 +17,6 @@ _bundle = lazy_module('bundle')
 _values = lazy_module('values')
 
 
-def _truthy(value):
-    return _values.truthy(value)
-
-
 def _vars(hostvars, hosts):
     picked = {}
     for host in hosts:
@@ -115,7 +111,7 @@ def bundle_k8s_files(hostvars, groups, kubernetes=False, node_group='nim_nodes')
     node_group, as deploy_kubernetes.yml plans every group for Kubernetes); none without either."""
     nodes = list((groups or {}).get(node_group) or [])
     picked = [h for h in nodes if str(hostvars[h].get('nim_deployment_mode', '')) == 'kubernetes']
-    if not picked and _truthy(kubernetes):
+    if not picked and _values.truthy(kubernetes):
         picked = nodes[:1]
     if not picked:
         return []

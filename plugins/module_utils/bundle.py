@@ -366,18 +366,22 @@ def wanted_packages(kinds_by_host, vars_by_host, platforms_by_host, root=ROOT, h
     return wanted
 
 
-def wanted_images(kinds_by_host, vars_by_host):
-    """[reference]: the images the Docker groups' hosts run, each once, sorted: the group's NIM image
-    (nim_image at nim_image_tag) and the model downloader's (nim_docker_download_image) where set."""
+def _host_images(hvars):
+    """[(reference, the setting of its archive)] of a Docker host: its group's NIM image (nim_image at
+    nim_image_tag) and the model downloader's (nim_docker_download_image), where set."""
     from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import image_reference  # noqa: E501 pylint: disable=import-outside-toplevel
-    found = set()
-    for host in (h for h, kinds in kinds_by_host.items() if 'docker' in kinds):
-        hvars = vars_by_host.get(host) or {}
-        if hvars.get('nim_image'):
-            found.add(image_reference(hvars['nim_image'], hvars.get('nim_image_tag')))
-        if hvars.get('nim_docker_download_image'):
-            found.add(str(hvars['nim_docker_download_image']))
-    return sorted(found)
+    found = []
+    if hvars.get('nim_image'):
+        found.append((image_reference(hvars['nim_image'], hvars.get('nim_image_tag')), 'nim_docker_image_archive'))
+    if hvars.get('nim_docker_download_image'):
+        found.append((str(hvars['nim_docker_download_image']), 'nim_docker_download_image_archive'))
+    return found
+
+
+def wanted_images(kinds_by_host, vars_by_host):
+    """[reference]: the images the Docker groups' hosts run, each once, sorted (_host_images)."""
+    return sorted(set(ref for host, kinds in kinds_by_host.items() if 'docker' in kinds
+                      for ref, _variable in _host_images(vars_by_host.get(host) or {})))
 
 
 # The file name of an image's archive in the bundle's images/ (the nodes load it from there).
@@ -451,13 +455,10 @@ def image_problems(manifest, kinds_by_host, vars_by_host, url, present=None):
     """What keeps the bundle at url from serving the images its Docker hosts load from it in offline
     mode (docker_spec.bundle_image: an image of a registry on the internet that no archive carries
     in), each named with the hosts that would load it and the setting that carries it in instead."""
-    from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import image_reference  # noqa: E501 pylint: disable=import-outside-toplevel
     wanted = {}
     for host in sorted(h for h, kinds in kinds_by_host.items() if 'docker' in kinds):
         hvars = vars_by_host.get(host) or {}
-        image = image_reference(hvars['nim_image'], hvars.get('nim_image_tag')) if hvars.get('nim_image') else ''
-        for ref, variable in ((image, 'nim_docker_image_archive'),
-                              (str(hvars.get('nim_docker_download_image') or ''), 'nim_docker_download_image_archive')):
+        for ref, variable in _host_images(hvars):
             if docker_spec.bundle_image(ref, hvars.get(variable) or '', url):
                 wanted.setdefault((ref, variable), []).append(host)
     held = dict((i.get('ref'), i) for i in (manifest or {}).get('images') or [] if isinstance(i, dict))
