@@ -1,9 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, nimstack maintainers
 # SPDX-License-Identifier: Apache-2.0
-"""Filters bundle_plan, bundle_sources, bundle_images, bundle_k8s_files, bundle_k8s_file,
+"""Filters bundle_plan, bundle_sources, bundle_images, bundle_models, bundle_k8s_files, bundle_k8s_file,
 bundle_problems, bundle_k8s_problems and bundle_env: what an offline bundle must hold for the
-inventory, from which vendors' repositories, which images and Kubernetes files, what keeps a bundle
+inventory, from which vendors' repositories, which images, model caches and Kubernetes files, what keeps a bundle
 from serving the run, and the environment of apt in offline mode (docs in the .yml file of each)."""
 
 from __future__ import absolute_import, division, print_function
@@ -65,6 +65,13 @@ def bundle_images(hostvars, groups, node_group='nim_nodes'):
     return _bundle.wanted_images(kinds, vars_by_host)
 
 
+def bundle_models(hostvars, groups, node_group='nim_nodes'):
+    """[{file, image, profile, downloader, command, env, user, hosts}]: the model caches the inventory's
+    Docker groups download, for the bundle's models/ (bundle.wanted_models)."""
+    kinds, vars_by_host = _kinds(hostvars, groups, node_group)
+    return _bundle.wanted_models(kinds, vars_by_host)
+
+
 def bundle_problems(hostvars, groups, url, node_group='nim_nodes'):
     """What keeps the bundle at url from serving this run's hosts (their facts read), each named."""
     if not url:
@@ -88,6 +95,7 @@ def bundle_problems(hostvars, groups, url, node_group='nim_nodes'):
         platforms, present)
     if isinstance(manifest, dict):
         problems += _bundle.image_problems(manifest, kinds, vars_by_host, url, present)
+        problems += _bundle.model_problems(manifest, kinds, vars_by_host, present)
     problems += _bundle.dcgm_problems(kinds, vars_by_host, hardware, url)
     if unknown:
         problems.append('the distribution of %s is not known yet (its facts were not gathered), so the bundle cannot '
@@ -146,6 +154,7 @@ def packages_missing(wanted, installed):
 class FilterModule(object):
     def filters(self):
         return {'bundle_plan': bundle_plan, 'bundle_sources': bundle_sources, 'bundle_images': bundle_images,
+                'bundle_models': bundle_models,
                 'bundle_problems': bundle_problems,
                 'bundle_k8s_problems': bundle_k8s_problems, 'bundle_k8s_files': bundle_k8s_files,
                 'bundle_k8s_file': bundle_k8s_file, 'bundle_env': bundle_env,

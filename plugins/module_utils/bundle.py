@@ -368,20 +368,87 @@ def wanted_packages(kinds_by_host, vars_by_host, platforms_by_host, root=ROOT, h
 
 def _host_images(hvars):
     """[(reference, the setting of its archive)] of a Docker host: its group's NIM image (nim_image at
-    nim_image_tag) and the model downloader's (nim_docker_download_image), where set."""
+    nim_image_tag). Offline, no node runs a downloader (its model comes from the bundle's models/), so
+    no downloader image is carried for the nodes."""
     from ansible_collections.nimstack.multinode.plugins.module_utils.input_checks import image_reference  # noqa: E501 pylint: disable=import-outside-toplevel
-    found = []
     if hvars.get('nim_image'):
-        found.append((image_reference(hvars['nim_image'], hvars.get('nim_image_tag')), 'nim_docker_image_archive'))
-    if hvars.get('nim_docker_download_image'):
-        found.append((str(hvars['nim_docker_download_image']), 'nim_docker_download_image_archive'))
-    return found
+        return [(image_reference(hvars['nim_image'], hvars.get('nim_image_tag')), 'nim_docker_image_archive')]
+    return []
 
 
 def wanted_images(kinds_by_host, vars_by_host):
     """[reference]: the images the Docker groups' hosts run, each once, sorted (_host_images)."""
     return sorted(set(ref for host, kinds in kinds_by_host.items() if 'docker' in kinds
                       for ref, _variable in _host_images(vars_by_host.get(host) or {})))
+
+
+MODELS = 'models'
+
+
+def _host_model(hvars, defaults):
+    """The model cache a Docker host's group downloads, as the bundle carries it ({file, image, profile,
+    downloader, command, env, user}), or None where it downloads none (nim_docker_download_model false:
+    the cache is filled beforehand). The downloader runs as the leader would run it: the group's
+    downloader image (else the NIM image) and command, as the container's user, with the group's profile,
+    layout and nim_extra_env, and the cache at the containers' path."""
+    from ansible_collections.nimstack.multinode.plugins.module_utils import nim_env  # noqa: E501 pylint: disable=import-outside-toplevel
+
+    def get(name):
+        return hvars[name] if name in hvars else defaults.get(name)
+    images = _host_images(hvars)
+    if not images or not truthy(get('nim_docker_download_model')):
+        return None
+    image = images[0][0]
+    profile = str(hvars.get('nim_model_profile') or '')
+    env = dict((str(k), str(v)) for k, v in (hvars.get('nim_extra_env') or {}).items())
+    env.update({'NIM_CACHE_PATH': nim_env.CACHE_PATH,
+                'NIM_TENSOR_PARALLEL_SIZE': str(hvars.get('nim_tensor_parallel', '')),
+                'NIM_PIPELINE_PARALLEL_SIZE': str(hvars.get('nim_pipeline_parallel', ''))})
+    if profile:
+        env['NIM_MODEL_PROFILE'] = profile
+    command = get('nim_docker_download_command')
+    return {'file': docker_spec.model_file(image, profile), 'image': image, 'profile': profile,
+            'downloader': str(get('nim_docker_download_image') or image),
+            'command': [str(c) for c in (command if isinstance(command, list) else [command])],
+            'env': env, 'user': '%s:%s' % (get('nim_docker_container_uid'), get('nim_docker_container_gid'))}
+
+
+def wanted_models(kinds_by_host, vars_by_host):
+    """[{file, image, profile, downloader, command, env, user, hosts}]: the model caches the Docker groups
+    download (_host_model), each once (the first host's way of filling it), by file."""
+    defaults = role_defaults('nim_docker')
+    found = {}
+    for host in sorted(h for h, kinds in kinds_by_host.items() if 'docker' in kinds):
+        model = _host_model(vars_by_host.get(host) or {}, defaults)
+        if model is not None:
+            found.setdefault(model['file'], dict(model, hosts=[]))['hosts'].append(host)
+    return [found[name] for name in sorted(found)]
+
+
+def model_problems(manifest, kinds_by_host, vars_by_host, present=None):
+    """What keeps the bundle from serving the model caches its Docker groups' leaders unpack from it in
+    offline mode (docker_spec: every group that downloads its model), each named with its hosts and the
+    ways out."""
+    held = dict((m.get('file'), m) for m in (manifest or {}).get(MODELS) or [] if isinstance(m, dict))
+    problems = []
+    for model in wanted_models(kinds_by_host, vars_by_host):
+        record = held.get(model['file'])
+        if record is None:
+            problems.append('offline mode: the bundle has no model cache for %s with %s (%s/%s), which the group of %s '
+                            'would download; make the bundle again from this inventory (playbooks/bundle.yml fills it '
+                            'with the image\'s own downloader), or fill nim_cache_path beforehand and set '
+                            'nim_docker_download_model=false'
+                            % (model['image'], 'profile ' + model['profile'] if model['profile'] else 'no nim_model_profile',
+                               MODELS, model['file'], ', '.join(model['hosts'])))
+        elif present is not None and not present(record.get('path'), record.get('size')):
+            problems.append(unserved(record, 'model cache of %s' % model['image']))
+    return problems
+
+
+def unserved(record, what):
+    """The problem of a file the manifest lists but the bundle does not serve whole."""
+    return 'the bundle lists %s (%s) but does not serve it with its size of %s bytes' % (
+        record.get('path'), what, record.get('size'))
 
 
 # The file name of an image's archive in the bundle's images/ (the nodes load it from there).
@@ -446,8 +513,7 @@ def manifest_problems(manifest, wanted, platforms_by_host, present=None):
             continue
         for path in sorted(files):
             if not present(path, files[path].get('size')):
-                problems.append('the bundle lists %s (%s) but does not serve it with its size of %s bytes'
-                                % (path, files[path].get('name', ''), files[path].get('size')))
+                problems.append(unserved(files[path], files[path].get('name', '')))
     return problems
 
 
@@ -470,8 +536,7 @@ def image_problems(manifest, kinds_by_host, vars_by_host, url, present=None):
                             'bundle again from this inventory (playbooks/bundle.yml), or carry it in as an archive: %s'
                             % (ref, image_file(ref), ', '.join(hosts), variable, variable))
         elif present is not None and not present(record.get('path'), record.get('size')):
-            problems.append('the bundle lists %s (%s) but does not serve it with its size of %s bytes'
-                            % (record.get('path'), ref, record.get('size')))
+            problems.append(unserved(record, ref))
     return problems
 
 
@@ -520,8 +585,10 @@ READS = ('nim_deployment_mode', 'nim_group_firewall', 'nim_firewall_enabled', 'd
          'nvidia_container_toolkit_version', 'nvidia_container_toolkit_repo_url',
          'nvidia_container_toolkit_repo_base_url', 'nvidia_container_toolkit_repo_channel',
          'nvidia_container_toolkit_repo_key_url', 'nim_image', 'nim_image_tag', 'nim_docker_download_image',
-         'nim_docker_image_archive', 'nim_docker_download_image_archive', 'monitoring_dcgm_exporter',
-         'monitoring_dcgm_exporter_image', 'monitoring_dcgm_exporter_tag')
+         'nim_docker_image_archive', 'monitoring_dcgm_exporter', 'monitoring_dcgm_exporter_image',
+         'monitoring_dcgm_exporter_tag', 'nim_docker_download_model', 'nim_docker_download_command',
+         'nim_model_profile', 'nim_extra_env', 'nim_tensor_parallel', 'nim_pipeline_parallel',
+         'nim_docker_container_uid', 'nim_docker_container_gid')
 # The fact the OS check leaves on each Docker host in offline mode: its read of the hardware.
 HARDWARE_FACT = '__validate_inventory_bundle_hardware'
 
@@ -672,8 +739,7 @@ def k8s_problems(url, values, lws_needed, operator_needed, held=None, present=No
             problems.append('offline mode: the bundle has no %s (%s); make the bundle again from this inventory '
                             '(playbooks/bundle.yml), or carry it in: %s' % (path, what, setting))
         elif present is not None and not present(path, held[path].get('size')):
-            problems.append('the bundle lists %s (%s) but does not serve it with its size of %s bytes'
-                            % (path, what, held[path].get('size')))
+            problems.append(unserved(dict(held[path], path=path), what))
     if lws_needed:
         method = str(get('lws_install_method'))
         if method == 'helm' and not get('lws_helm_chart_path'):

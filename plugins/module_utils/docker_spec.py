@@ -59,6 +59,14 @@ def bundle_image(image, archive, bundle_url):
     return ''
 
 
+def model_file(image, profile):
+    """The file name of a group's model cache in the offline bundle's models/: the image's archive name
+    without .tar, and a hash of what the cache is made of (the image and the profile, as the download
+    stamp names them: a new image or profile is another model), then .tar."""
+    made_of = '%s|%s' % (image, profile or '')
+    return '%s_%s.tar' % (image_file(image)[:-len('.tar')], hashlib.sha256(made_of.encode('utf-8')).hexdigest()[:12])
+
+
 class DockerSpecError(Exception):
     """The role handed the spec less than it needs."""
 
@@ -148,7 +156,12 @@ def docker_rank_spec(plan, host, options):
     # the leader's download start before any image transfer, else it waits for the NIM image.
     overlap = bool(options['overlap_transfers']) and not bool(options['check_mode'])
     transfer_timeout = int(options['transfer_timeout'])
-    own_downloader = bool(options['download_image'])
+    # Offline mode: the leader unpacks the group's model from the bundle's models/ and runs no
+    # downloader (it would reach the model's source on the internet).
+    model_from_bundle = (model_file(image, settings.get('nim_model_profile'))
+                         if options['bundle_url'] and download_model and leader and image else '')
+    downloader = download_model and leader and not model_from_bundle
+    own_downloader = bool(options['download_image']) or bool(model_from_bundle)
     from_bundle = bundle_image(image, options['image_archive'], options['bundle_url'])
 
     return {
@@ -176,7 +189,7 @@ def docker_rank_spec(plan, host, options):
         'ray_token_mount': ray_token_mount,
         'ranks_get_key': ranks_get_key,
         # The leader's downloader reads the key too; a rank that downloads itself reads it.
-        'env_file_needed': bool(options['ngc_key_set']) and (ranks_get_key or (download_model and leader)),
+        'env_file_needed': bool(options['ngc_key_set']) and (ranks_get_key or downloader),
         'group_volumes': group_volumes,
         'volumes': [v['volume'] for v in group_volumes if v['ranks'] in reads],
         'volumes_cache': [v['volume'] for v in group_volumes if v['base'] == 'cache'],
@@ -188,8 +201,9 @@ def docker_rank_spec(plan, host, options):
         'from_bundle': from_bundle,
         'from_archive': bool(options['image_archive']) or bool(from_bundle),
         'image_file': from_bundle or str(options['image_archive']).rsplit('/', 1)[-1],
-        'download_from_bundle': bundle_image(options['download_image'], options['download_image_archive'],
-                                             options['bundle_url']),
+        'model_from_bundle': model_from_bundle,
+        # The downloader runs on this host (the leader) unless the model comes from the bundle.
+        'downloader': downloader,
         'download_early': overlap and own_downloader,
         # Seconds a transfer may run as a background job, 0 in the foreground: without overlap, and
         # for a leader whose download needs the NIM image itself first (image_async_downloading).

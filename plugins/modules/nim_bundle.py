@@ -25,6 +25,8 @@ description:
     longer needed are removed.
   - Saves the images of O(images) with C(docker save) into C(images/) and fetches the Kubernetes components' charts and
     manifests of O(files) into C(files/), each again only when it changed.
+  - Fills the model caches of O(models) with each group's own downloader into C(models/), again only when what fills it
+    changed.
   - Runs where the internet is, on the controller of the connected side (playbooks/bundle.yml calls it).
 author:
   - nimstack maintainers (@nimstack)
@@ -78,6 +80,26 @@ options:
     type: list
     elements: dict
     default: []
+  models:
+    description:
+      - The model caches to carry in (C(nimstack.multinode.bundle_models) names the inventory's), each a dict of C(file)
+        (its name in C(models/)), C(image) and C(profile) (what it is the model of), C(downloader) (the image that fills
+        it), C(command), C(env) and C(user).
+      - Each is filled as the group's leader would fill it - C(docker run --rm) of the downloader with the command, as
+        the user, with the env (and O(ngc_api_key)) from a file of this machine's that only its owner reads, never from
+        the command line, the cache of an empty directory at C(NIM_CACHE_PATH) - then written into C(models/<file>) as
+        one tar archive (owned by the user's numeric ids, as the downloader wrote it) and listed in C(models/SHA256SUMS)
+        and the manifest with its source, size and sha256. Filling it takes the model's size twice on this machine for a
+        while (the filled cache, then its archive).
+      - A cache whose downloader image ID, command and env are those the manifest records and that is there with its size
+        is not filled again; an archive no longer named is removed.
+    type: list
+    elements: dict
+    default: []
+  ngc_api_key:
+    description: The NGC API key the downloaders of O(models) read (C(NGC_API_KEY)); empty for none.
+    type: str
+    default: ''
   helm:
     description: The helm command, for charts of O(files) in an OCI registry.
     type: str
@@ -138,6 +160,15 @@ image_bytes:
   description: The size of the images' archives in bytes.
   returned: always
   type: int
+filled:
+  description: The model caches of O(models) filled in this run (their files; empty when none changed).
+  returned: always
+  type: list
+  elements: str
+model_bytes:
+  description: The size of the model caches' archives in bytes.
+  returned: always
+  type: int
 manifest:
   description: The path of manifest.json.
   returned: always
@@ -148,7 +179,10 @@ import datetime
 import hashlib
 import json
 import os
+import re
 import shutil
+import tarfile
+import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.nimstack.multinode.plugins.module_utils import bundle
@@ -407,6 +441,99 @@ class Maker(object):
             manifest['files'] = records
         return loaded
 
+    def fill_model(self, model, full):
+        """Fill one cache of O(models) with its downloader and write its archive to full.tmp."""
+        folder = os.path.dirname(full)
+        scratch = tempfile.mkdtemp(prefix='.fill-', dir=folder)
+        private = tempfile.mkdtemp(prefix='nimstack-bundle-env-')
+        try:
+            cache = os.path.join(scratch, 'cache')
+            os.mkdir(cache)
+            uid, gid = (int(x) for x in model['user'].split(':'))
+            if os.geteuid() == 0:
+                os.chown(cache, uid, gid)
+            else:
+                os.chmod(cache, 0o777)
+            env = dict(model['env'])
+            if self.p['ngc_api_key']:
+                env['NGC_API_KEY'] = self.p['ngc_api_key']
+            env_file = os.path.join(private, 'env')
+            with os.fdopen(os.open(env_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), 'w') as handle:
+                handle.write(''.join('%s=%s\n' % item for item in sorted(env.items())))
+            target = env.get('NIM_CACHE_PATH') or '/model-store'
+            rc, out, err = self.module.run_command(
+                [self.docker, 'run', '--rm', '--network', 'host', '--user', model['user'], '--env-file', env_file,
+                 '-v', '%s:%s' % (cache, target), model['downloader']] + model['command'])
+            if rc != 0:
+                said = [line for line in (out + '\n' + err).splitlines() if line.strip()][-8:]
+                self.module.fail_json(msg='the model cache of %s (profile %s) could not be filled: %s %s ended with rc %d: %s'
+                                          % (model['image'], model['profile'] or 'none', model['downloader'],
+                                             ' '.join(model['command']), rc, ' | '.join(said) or '(no output)'))
+            with tarfile.open(full + '.tmp', 'w') as archive:
+                def owned(info):
+                    info.uid, info.gid, info.uname, info.gname = uid, gid, '', ''
+                    return info
+                for name in sorted(os.listdir(cache)):
+                    archive.add(os.path.join(cache, name), arcname=name, filter=owned)
+        finally:
+            shutil.rmtree(private, ignore_errors=True)
+            # The downloader's files belong to its user: removed as this machine's user may.
+            shutil.rmtree(scratch, ignore_errors=True)
+        if os.path.isdir(scratch):
+            self.run([self.docker, 'run', '--rm', '--user', '0:0', '--entrypoint', 'rm', '-v', '%s:/scratch' % folder,
+                      model['downloader'], '-rf', '/scratch/' + os.path.basename(scratch)],
+                     what='removing the filled cache %s' % scratch)
+
+    def models(self, manifest):
+        """Fill each cache of O(models) whose downloader image, command or env changed or that is not there
+        with its size; drop those no longer named; write models/SHA256SUMS. The files filled in this run."""
+        old = dict((m.get('file'), m) for m in manifest.get(bundle.MODELS) or [] if isinstance(m, dict))
+        folder = os.path.join(self.dest, bundle.MODELS)
+        records, filled = [], []
+        for model in sorted(self.p['models'], key=lambda m: str(m.get('file'))):
+            name = str(model.get('file') or '')
+            if not name.endswith('.tar') or '/' in name or name.startswith('.') or not model.get('downloader') \
+                    or not re.match(r'[0-9]+:[0-9]+\Z', str(model.get('user', ''))):
+                self.module.fail_json(msg='models: each item needs a plain file name ending in .tar, a downloader and a '
+                                          'user uid:gid, got %r' % (model,))
+            model = {'file': name, 'image': str(model.get('image') or ''), 'profile': str(model.get('profile') or ''),
+                     'downloader': str(model['downloader']), 'user': str(model['user']),
+                     'command': [str(c) for c in model.get('command') or []],
+                     'env': dict((str(k), str(v)) for k, v in (model.get('env') or {}).items())}
+            unsafe = sorted(k for k, v in model['env'].items()
+                            if not re.match(r'[A-Za-z_][A-Za-z0-9_]*\Z', k) or '\n' in v or '\r' in v)
+            if unsafe:
+                self.module.fail_json(msg='models: the env of %s has names or values a line of an env file cannot hold: %s'
+                                          % (name, ', '.join(unsafe)))
+            made_of = hashlib.sha256(json.dumps([self.image_id(model['downloader'], what='the downloader of a model'),
+                                                 model['command'], sorted(model['env'].items()), model['user']])
+                                     .encode('utf-8')).hexdigest()
+            record = old.get(name)
+            full = os.path.join(folder, name)
+            if not (record and record.get('fingerprint') == made_of and os.path.isfile(full)
+                    and os.path.getsize(full) == record.get('size')):
+                filled.append(name)
+                if self.module.check_mode:
+                    continue
+                os.makedirs(folder, exist_ok=True)
+                self.fill_model(model, full)
+                os.chmod(full + '.tmp', 0o644)
+                os.replace(full + '.tmp', full)
+                record = {'file': name, 'path': '%s/%s' % (bundle.MODELS, name), 'image': model['image'],
+                          'profile': model['profile'], 'downloader': model['downloader'], 'fingerprint': made_of,
+                          'source': '%s %s, for %s%s' % (model['downloader'], ' '.join(model['command']), model['image'],
+                                                         ' profile ' + model['profile'] if model['profile'] else ''),
+                          'size': os.path.getsize(full), 'sha256': sha256(full)}
+            records.append(record)
+        if not self.module.check_mode:
+            kept = set(r['file'] for r in records)
+            for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else ():
+                if name not in kept and name != bundle.CHECKSUMS and not name.startswith('.fill-'):
+                    os.remove(os.path.join(folder, name))
+            write_checksums(folder, [(r['sha256'], r['file']) for r in records])
+            manifest[bundle.MODELS] = records
+        return filled
+
     def vendor_keys(self, name, old):
         """The platform's vendor repositories, each with its key in keys/ (fetched where missing or
         where its URL changed): [{name, uri, key_url, key, sha256}]."""
@@ -509,6 +636,7 @@ class Maker(object):
             sizes[name] = sum(f.get('size') or 0 for f in record.get('files') or [] if f['path'].endswith('.deb'))
         saved = self.images(manifest)
         loaded = self.files(manifest)
+        filled = self.models(manifest)
         if not self.module.check_mode:
             public = os.path.join(self.dest, 'keys', 'bundle.asc')
             exported = self.run(self.gpg_cmd('--armor', '--export', key))
@@ -524,12 +652,13 @@ class Maker(object):
                     os.replace(copy + '.tmp', copy)
             manifest['key'] = {'path': 'keys/bundle.asc', 'fingerprint': key, 'sha256': sha256(public)}
             text = json.dumps(manifest, indent=1, sort_keys=True) + '\n'
-            if fetched or saved or loaded or not os.path.exists(manifest_path) or open(manifest_path).read() != text:
+            if fetched or saved or loaded or filled or not os.path.exists(manifest_path) or open(manifest_path).read() != text:
                 with open(manifest_path + '.tmp', 'w') as handle:
                     handle.write(text)
                 os.replace(manifest_path + '.tmp', manifest_path)
-        return {'changed': bool(fetched or saved or loaded), 'fetched': fetched, 'files': files_count, 'bytes': sizes,
+        return {'changed': bool(fetched or saved or loaded or filled), 'fetched': fetched, 'files': files_count, 'bytes': sizes,
                 'saved': saved, 'loaded': loaded, 'image_bytes': sum(i.get('size') or 0 for i in manifest.get('images') or []),
+                'filled': filled, 'model_bytes': sum(m.get('size') or 0 for m in manifest.get(bundle.MODELS) or []),
                 'manifest': manifest_path}
 
 
@@ -543,6 +672,8 @@ def main():
             sources=dict(type='dict', default={}),
             images=dict(type='list', elements='str', default=[]),
             files=dict(type='list', elements='dict', default=[]),
+            models=dict(type='list', elements='dict', default=[]),
+            ngc_api_key=dict(type='str', default='', no_log=True),
             helm=dict(type='str', default='helm'),
             docker=dict(type='str', default='docker'),
         ),

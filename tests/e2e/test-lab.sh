@@ -6,8 +6,8 @@
 #      last host is made brownfield: it runs Docker's docker-ce (a stand-in package with docker-ce's
 #      relations, tests/lab/brownfield.yml) and a container of the site; the bundle maker refuses a
 #      vendor's repository (a stand-in of NVIDIA's) that its key does not verify; a run whose bundle
-#      lacks a file, and a package that a host showing a GPU would install, is refused before any
-#      host changes, naming each;
+#      lacks a file, a package that a host showing a GPU would install, and the Docker group's model
+#      cache, is refused before any host changes, naming each;
 #   2. on the fresh and brownfield hosts, `site.yml --check --diff` finishes (rc=0), reports every
 #      host, and changes nothing: package lists, file checksums (/etc, /usr/local, /opt), container
 #      IDs and states, and the engine's start time are the same before and after;
@@ -57,7 +57,8 @@ playbook() {
   local log=$1; shift
   local book=${PLAYBOOK:-playbooks/prepare_hosts.yml}
   local args=(-i "$inventory" -i inventories/lab)
-  [[ $book == playbooks/site.yml ]] && args+=(-i inventories/lab-docker -i inventories/lab-tests)
+  # The stand-in image the lab runs, at its tag, whose model cache the lab's offline bundle carries.
+  [[ $book == playbooks/site.yml ]] && args+=(-i inventories/lab-docker -i inventories/lab-tests -e "nim_image_tag=$standin_tag")
   args+=("$book")
   [[ -n "$skip_tags" ]] && args+=(--skip-tags "$skip_tags")
   local start=$SECONDS rc=0
@@ -84,6 +85,8 @@ trap '[[ -n "${LAB_KEEP:-}" ]] || "$lab" down' EXIT
 step "fresh lab"
 tests/lab/ensure-docker.sh
 tests/lab/build-image.sh >/dev/null
+standin_tag=$(tests/lab/build-standin.sh)
+standin_tag=${standin_tag##*:}
 "$lab" down
 lab_up
 
@@ -184,15 +187,18 @@ PY
   gone=${debs[0]##*/}
   rm "$partial/apt/debian-12/pool/$gone"
   # The driver's metapackage, as if the bundle were made with the NVIDIA roles off.
-  python3 - "$partial/manifest.json" <<'PY'
+  model=$(python3 - "$partial/manifest.json" <<'PY'
 import json, sys
 path = sys.argv[1]
 manifest = json.load(open(path))
 record = manifest['platforms']['debian-12']
 del record['requested']['nvidia-open=580.*']
 record['files'] = [f for f in record['files'] if f['name'] != 'nvidia-open']
+# And the model cache the Docker group's leader would unpack, as if made with nimstack_bundle_models=false.
+print(manifest.pop('models')[0]['file'])
 open(path + '.new', 'w').write(json.dumps(manifest))
 PY
+)
   mv "$partial/manifest.json.new" "$partial/manifest.json"
   fake=/tmp/nimstack-test-sysfs
   docker exec "$prefix-1" sh -c "mkdir -p $fake/bus/pci/devices/0000:3b:00.0 && echo 0x10de >$fake/bus/pci/devices/0000:3b:00.0/vendor \
@@ -212,10 +218,12 @@ PY
     tr -s ' \n' '  ' <"$logs/bundle-partial.log" | grep -q "no package linux-headers-$kernel for debian-12" \
       || fail "$logs/bundle-partial.log does not name the headers of the kernel $kernel that $prefix-1 runs"
   fi
+  tr -s ' \n' '  ' <"$logs/bundle-partial.log" | grep -q "the bundle has no model cache for nimstack-lab/nim-standin:$standin_tag with no nim_model_profile (models/$model)" \
+    || fail "$logs/bundle-partial.log does not name the model cache models/$model"
   changed=$(recap changed "$logs/bundle-partial.log")
   [[ $changed == 0 ]] || fail "the refused run changed $changed"
   rm -rf "$partial"
-  echo "   without $gone and nvidia-open: refused, naming both and the headers of $kernel; changed=0"
+  echo "   without $gone, nvidia-open and the model cache: refused, naming the three and the headers of $kernel; changed=0"
   refused_before=$(tests/lab/bundle.sh cut-count)
 fi
 

@@ -16,10 +16,11 @@
 #   tests/lab/bundle.sh cut-log       print what it refused, a "SRC DST PROTO DPT" line each (kernel log)
 #
 # The bundle is made for tests/lab/bundle-inventory.yml (a Docker node, the front door and the
-# monitoring host, with the lab's variables) and the lab's host image as its Debian 12 platform, into
-# NIMSTACK_BUNDLE_CACHE (/var/cache/nimstack/bundle): like the lab's images, made once and made again
-# only when the packages, the host image or the key change (its manifest says which). Selects the
-# lab as lab.sh does (NIMSTACK_LAB_PREFIX, NIMSTACK_LAB_SUBNET).
+# monitoring host, with the lab's variables) and the lab's host image as its Debian 12 platform, with
+# the model cache of the stand-in image the lab tests run, into NIMSTACK_BUNDLE_CACHE
+# (/var/cache/nimstack/bundle): like the lab's images, made once and made again only when the
+# packages, the host image, the key or the stand-in image change (its manifest says which). Selects
+# the lab as lab.sh does (NIMSTACK_LAB_PREFIX, NIMSTACK_LAB_SUBNET).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -32,6 +33,8 @@ addr=$net_base.4
 port=8080
 url=http://$addr:$port
 timeout=${NIMSTACK_BUNDLE_TIMEOUT:-30}
+# The loopback port of the model source the make fills the lab's model cache from.
+model_port=${NIMSTACK_BUNDLE_MODEL_PORT:-18479}
 
 die() { echo "bundle.sh: $*" >&2; exit 1; }
 
@@ -40,7 +43,7 @@ die() { echo "bundle.sh: $*" >&2; exit 1; }
 # NVIDIA's repositories, which this machine cannot reach, are stand-ins of theirs (vendor-repo.sh),
 # served for the make only, at the URLs the roles' variables name.
 cmd_make() {
-  local dir=${1:-$dir} more=${2:-} image vendor rc=0
+  local dir=${1:-$dir} more=${2:-} image vendor standin source deadline rc=0
   [[ -n $more ]] || more='{}'
   [[ $dir == */* ]] || dir=$cache/$dir
   image=$("$here/build-image.sh")
@@ -58,12 +61,30 @@ cmd_make() {
     docker build -q -t nimstack-lab/bundle-probe:1 "$context" >/dev/null
     rm -rf "$context"
   fi
+  # The model cache the lab's groups unpack (models/): filled by the stand-in image's own downloader, for
+  # the stand-in image the lab tests run, from a model source of this machine's on loopback (the connected
+  # side's stand-in of NGC, which no lab host reaches), at one URL whichever lab makes the bundle.
+  standin=$("$here/build-standin.sh")
+  python3 "$here/model-source.py" --bind 127.0.0.1 --port "$model_port" 2>"$cache/model-source.log" &
+  source=$!
+  deadline=$((SECONDS + timeout))
+  until python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$model_port/stats', timeout=2)" 2>/dev/null; do
+    if ! kill -0 "$source" 2>/dev/null || ((SECONDS >= deadline)); then
+      cat "$cache/model-source.log" >&2
+      die "the model source did not start"
+    fi
+    sleep 0.2
+  done
   ANSIBLE_FORCE_COLOR=0 ANSIBLE_NOCOLOR=1 ansible-playbook -i "$here/bundle-inventory.yml" -i "$repo/inventories/lab" \
     -i "$repo/inventories/lab-docker" "$repo/playbooks/bundle.yml" \
     -e "$(printf '{"nimstack_bundle_dir": "%s", "nimstack_bundle_signing_dir": "%s", "nimstack_bundle_platforms": ["debian-12"], "nimstack_bundle_platform_images": {"debian-12": "%s"}}' \
       "$dir" "$cache/lab.signing" "$image")" \
     -e "$(printf '{"nvidia_driver_repo_url": "%s/cuda/", "nvidia_driver_repo_key_url": "%s/cuda/key.asc", "nvidia_container_toolkit_repo_url": "%s/toolkit/", "nvidia_container_toolkit_repo_key_url": "%s/toolkit/key.asc"}' \
-      "$vendor" "$vendor" "$vendor" "$vendor")" -e "$more" >"$cache/lab.log" 2>&1 || rc=$?
+      "$vendor" "$vendor" "$vendor" "$vendor")" \
+    -e "$(printf '{"nim_image_tag": "%s", "nim_extra_env": {"NIM_STANDIN_MODEL_URL": "http://127.0.0.1:%s/model"}}' \
+      "${standin##*:}" "$model_port")" -e "$more" >"$cache/lab.log" 2>&1 || rc=$?
+  kill "$source" 2>/dev/null || true
+  wait "$source" 2>/dev/null || true
   "$here/vendor-repo.sh" down
   if ((rc)); then
     tail -n 30 "$cache/lab.log" >&2

@@ -1,6 +1,6 @@
 """The lab's model source: serves a small synthetic model and counts its downloads.
 
-    python3 model-source.py [--port 8080] [--size-mib 4] [--rate BYTES_PER_SECOND]
+    python3 model-source.py [--bind 0.0.0.0] [--port 8080] [--size-mib 4] [--rate BYTES_PER_SECOND]
 
 GET /model/manifest.json   {"name", "version", "files": [{"name", "size", "sha256"}], "sha256"}
 GET /model/weights.bin     the weights: the same bytes on every start (a sha256 chain); with
@@ -134,12 +134,13 @@ def handler_for(source):
 
 def main(argv):
     parser = argparse.ArgumentParser(description='The lab model source.')
+    parser.add_argument('--bind', default='0.0.0.0')
     parser.add_argument('--port', type=int, default=8080)
     parser.add_argument('--size-mib', type=int, default=4)
     parser.add_argument('--rate', type=int, default=0, help='bytes per second per transfer, 0 for no limit')
     args = parser.parse_args(argv)
     source = Source(args.size_mib << 20, args.rate)
-    server = ThreadingHTTPServer(('0.0.0.0', args.port), handler_for(source))
+    server = ThreadingHTTPServer((args.bind, args.port), handler_for(source))
     server.daemon_threads = True
     sys.stderr.write('model-source: serving %s (%d bytes, rate %s) on port %d\n'
                      % (MODEL_NAME, len(source.weights), args.rate or 'unlimited', args.port))

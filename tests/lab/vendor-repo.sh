@@ -93,8 +93,13 @@ cmd_make() {
   echo "$recipe" >"$dir/.recipe"
 }
 
+# The engine lists the bridge's gateway in its IPAM config, or (a fresh engine that chose the
+# subnet itself) only on the bridge's interface.
 gateway() {
-  docker network inspect -f '{{range .IPAM.Config}}{{.Gateway}}{{end}}' bridge
+  local addr
+  addr=$(docker network inspect -f '{{range .IPAM.Config}}{{.Gateway}}{{end}}' bridge)
+  [[ -n $addr ]] || addr=$(ip -4 -o addr show docker0 2>/dev/null | awk '{sub("/.*", "", $4); print $4; exit}')
+  echo "$addr"
 }
 
 cmd_up() {

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from ansible_collections.nimstack.multinode.plugins.module_utils import bundle
+from ansible_collections.nimstack.multinode.plugins.module_utils import bundle, docker_spec
 
 
 def names(found):
@@ -266,13 +266,15 @@ def test_a_chart_s_url_is_read_from_its_repository_s_index_as_helm_reads_it():
         bundle.chart_url(index, repo, 'volcano', '1')
 
 
-def test_the_images_carried_in_are_the_docker_groups_nim_and_downloader_images():
+def test_the_images_carried_in_are_the_docker_groups_nim_images():
     kinds = {'a': {'docker'}, 'b': {'docker'}, 'door': {'frontend'}}
     hvars = {'a': {'nim_image': 'nvcr.io/nim/meta/llama', 'nim_image_tag': '1.3.0'},
              'b': {'nim_image': 'nvcr.io/nim/meta/llama', 'nim_image_tag': '1.3.0',
                    'nim_docker_download_image': 'site:5000/tools/downloader:2'},
+             'c': {'nim_image': 'nvcr.io/nim/other', 'nim_image_tag': '2'},
              'door': {'nim_image': 'never/read:1'}}
-    assert bundle.wanted_images(kinds, hvars) == ['nvcr.io/nim/meta/llama:1.3.0', 'site:5000/tools/downloader:2']
+    # Offline, no node runs a downloader (the model comes from models/): its image is not carried.
+    assert bundle.wanted_images(kinds, hvars) == ['nvcr.io/nim/meta/llama:1.3.0']
     digest = 'sha256:' + 'a' * 64
     assert bundle.wanted_images({'a': {'docker'}}, {'a': {'nim_image': 'r/i', 'nim_image_tag': digest}}) == ['r/i@' + digest]
     assert bundle.wanted_images({'a': {'docker'}}, {}) == []
@@ -284,25 +286,62 @@ def test_offline_the_images_no_archive_carries_in_must_be_in_the_bundle():
     url = 'http://b:8080'
     kinds = {'n1': {'docker'}, 'n2': {'docker'}, 'fd': {'frontend'}}
     nim = {'nim_image': 'nvcr.io/nim/meta/llama', 'nim_image_tag': '1.3.0'}
-    hvars = {'n1': dict(nim), 'n2': dict(nim, nim_docker_download_image='busybox:1'), 'fd': {}}
+    hvars = {'n1': dict(nim), 'n2': dict(nim, nim_image_tag='1.4.0', nim_docker_download_image='busybox:1'), 'fd': {}}
     held = {'images': [{'ref': 'nvcr.io/nim/meta/llama:1.3.0', 'path': 'images/nvcr.io_nim_meta_llama_1.3.0.tar',
                         'size': 9}]}
-    assert bundle.image_problems(held, kinds, hvars, url) == [
-        'the bundle has no image busybox:1 (images/busybox_1.tar), which n2 would load from it (no '
-        'nim_docker_download_image_archive given); make the bundle again from this inventory (playbooks/bundle.yml), '
-        'or carry it in as an archive: nim_docker_download_image_archive']
+    missing = ('the bundle has no image nvcr.io/nim/meta/llama:1.4.0 (images/nvcr.io_nim_meta_llama_1.4.0.tar), which n2 '
+               'would load from it (no nim_docker_image_archive given); make the bundle again from this inventory '
+               '(playbooks/bundle.yml), or carry it in as an archive: nim_docker_image_archive')
+    assert bundle.image_problems(held, kinds, hvars, url) == [missing]
     assert bundle.image_problems(held, kinds, hvars, url, present=lambda path, size: False) == [
-        'the bundle has no image busybox:1 (images/busybox_1.tar), which n2 would load from it (no '
-        'nim_docker_download_image_archive given); make the bundle again from this inventory (playbooks/bundle.yml), '
-        'or carry it in as an archive: nim_docker_download_image_archive',
         'the bundle lists images/nvcr.io_nim_meta_llama_1.3.0.tar (nvcr.io/nim/meta/llama:1.3.0) but does not serve it '
-        'with its size of 9 bytes']
+        'with its size of 9 bytes', missing]
     # An archive given, or the site's own registry, is not asked of the bundle; online, nothing is.
     carried = {'n1': dict(nim, nim_docker_image_archive='/srv/nim.tar'),
-               'n2': dict(nim, nim_image='site:5000/nim/llama', nim_docker_download_image='busybox:1',
-                          nim_docker_download_image_archive='/srv/dl.tar')}
+               'n2': dict(nim, nim_image='site:5000/nim/llama', nim_docker_download_image='busybox:1')}
     assert bundle.image_problems({}, kinds, carried, url) == []
     assert bundle.image_problems({}, kinds, hvars, '') == []
+
+
+def test_the_model_caches_carried_in_are_the_downloading_groups_with_their_downloader_and_env():
+    kinds = {'a1': {'docker'}, 'a2': {'docker'}, 'b1': {'docker'}, 'c1': {'docker'}, 'door': {'frontend'}}
+    nim = {'nim_image': 'nvcr.io/nim/meta/llama', 'nim_image_tag': '1.3.0', 'nim_tensor_parallel': 8,
+           'nim_pipeline_parallel': 2, 'nim_extra_env': {'HF_HUB_OFFLINE': 0}}
+    hvars = {'a1': dict(nim), 'a2': dict(nim),
+             'b1': dict(nim, nim_model_profile='abc123', nim_docker_download_image='site:5000/dl:2',
+                        nim_docker_download_command=['download-to-cache', '--all'], nim_docker_container_uid=2000),
+             'c1': dict(nim, nim_docker_download_model=False), 'door': dict(nim)}
+    models = bundle.wanted_models(kinds, hvars)
+    assert [(m['file'], m['hosts']) for m in models] == sorted([
+        (docker_spec.model_file('nvcr.io/nim/meta/llama:1.3.0', ''), ['a1', 'a2']),
+        (docker_spec.model_file('nvcr.io/nim/meta/llama:1.3.0', 'abc123'), ['b1'])])
+    by_host = dict((m['hosts'][0], m) for m in models)
+    assert by_host['a1']['downloader'] == 'nvcr.io/nim/meta/llama:1.3.0'
+    assert (by_host['a1']['command'], by_host['a1']['user']) == (['download-to-cache'], '1000:1000')
+    assert by_host['a1']['env'] == {'HF_HUB_OFFLINE': '0', 'NIM_CACHE_PATH': '/model-store',
+                                    'NIM_TENSOR_PARALLEL_SIZE': '8', 'NIM_PIPELINE_PARALLEL_SIZE': '2'}
+    assert (by_host['b1']['downloader'], by_host['b1']['command'], by_host['b1']['user']) == (
+        'site:5000/dl:2', ['download-to-cache', '--all'], '2000:1000')
+    assert by_host['b1']['env']['NIM_MODEL_PROFILE'] == 'abc123'
+
+
+def test_offline_the_model_caches_the_groups_download_must_be_in_the_bundle():
+    kinds = {'a1': {'docker'}, 'b1': {'docker'}, 'c1': {'docker'}}
+    nim = {'nim_image': 'nvcr.io/nim/meta/llama', 'nim_image_tag': '1.3.0'}
+    hvars = {'a1': dict(nim), 'b1': dict(nim, nim_model_profile='abc123'), 'c1': dict(nim, nim_docker_download_model='false')}
+    a_file = docker_spec.model_file('nvcr.io/nim/meta/llama:1.3.0', '')
+    held = {'models': [{'file': a_file, 'path': 'models/' + a_file, 'size': 7}]}
+    missing = ('offline mode: the bundle has no model cache for nvcr.io/nim/meta/llama:1.3.0 with profile abc123 (models/%s), '
+               'which the group of b1 would download; make the bundle again from this inventory (playbooks/bundle.yml '
+               'fills it with the image\'s own downloader), or fill nim_cache_path beforehand and set '
+               'nim_docker_download_model=false' % docker_spec.model_file('nvcr.io/nim/meta/llama:1.3.0', 'abc123'))
+    assert bundle.model_problems(held, kinds, hvars) == [missing]
+    assert bundle.model_problems(held, kinds, hvars, present=lambda path, size: path == 'models/' + a_file and size == 7) == [
+        missing]
+    assert bundle.model_problems(held, kinds, hvars, present=lambda path, size: False) == [
+        'the bundle lists models/%s (model cache of nvcr.io/nim/meta/llama:1.3.0) but does not serve it with its size of '
+        '7 bytes' % a_file, missing]
+    assert 'no nim_model_profile (models/' in bundle.model_problems({}, {'a1': {'docker'}}, hvars)[0]
 
 
 def test_offline_a_gpu_host_s_dcgm_exporter_may_not_pull_from_the_internet():

@@ -182,9 +182,32 @@ def test_offline_a_node_loads_the_bundle_s_archive_of_an_image_no_archive_carrie
     offline = _spec(_plan(), 'gpu-1', bundle_url='http://b:8080', download_image='nvcr.io/nim/dl:1')
     assert (offline['from_archive'], offline['from_bundle'], offline['image_file']) == (
         True, offline['image'].replace('/', '_').replace(':', '_') + '.tar', offline['from_bundle'])
-    assert offline['download_from_bundle'] == 'nvcr.io_nim_dl_1.tar'
     online = _spec(_plan(), 'gpu-1', download_image='nvcr.io/nim/dl:1')
-    assert (online['from_archive'], online['from_bundle'], online['download_from_bundle']) == (False, '', '')
+    assert (online['from_archive'], online['from_bundle']) == (False, '')
+
+
+def test_offline_the_leader_unpacks_the_bundle_s_model_and_runs_no_downloader():
+    leader = _spec(_plan(), 'gpu-0', bundle_url='http://b:8080', ngc_key_set=True)
+    assert leader['model_from_bundle'] == docker_spec_module.model_file(leader['image'], None)
+    assert leader['model_from_bundle'].startswith(leader['image'].replace('/', '_').replace(':', '_') + '_')
+    # No downloader, so no key file for it; the unpacking starts before the image transfers.
+    assert (leader['downloader'], leader['download_leader'], leader['env_file_needed']) == (False, True, False)
+    assert (leader['download_early'], leader['image_async_downloading']) == (True, 3600)
+    worker = _spec(_plan(), 'gpu-1', bundle_url='http://b:8080')
+    assert (worker['model_from_bundle'], worker['downloader']) == ('', False)
+    online = _spec(_plan(), 'gpu-0', ngc_key_set=True)
+    assert (online['model_from_bundle'], online['downloader'], online['env_file_needed']) == ('', True, True)
+    # A cache filled beforehand: nothing to download, from anywhere.
+    prefilled = _spec(_plan(), 'gpu-0', bundle_url='http://b:8080', download_model=False)
+    assert (prefilled['model_from_bundle'], prefilled['downloader'], prefilled['download_leader']) == ('', False, False)
+
+
+def test_a_model_file_names_its_image_and_profile():
+    name = docker_spec_module.model_file('nvcr.io/nim/meta/llama:1.3.0', 'tp8-pp2')
+    assert name.startswith('nvcr.io_nim_meta_llama_1.3.0_') and name.endswith('.tar')
+    assert name != docker_spec_module.model_file('nvcr.io/nim/meta/llama:1.3.0', 'tp8-pp1')
+    assert name != docker_spec_module.model_file('nvcr.io/nim/meta/llama:1.4.0', 'tp8-pp2')
+    assert docker_spec_module.model_file('a:1', None) == docker_spec_module.model_file('a:1', '')
 
 
 @pytest.mark.parametrize('value,safe', [('nvapi-abc_DEF.123', True), ('', True), ('two words', False),

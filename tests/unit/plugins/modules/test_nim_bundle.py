@@ -5,6 +5,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import hashlib
+import os
+import tarfile
 
 import pytest
 
@@ -126,3 +128,76 @@ def test_the_kubernetes_files_are_fetched_once_checksummed_and_dropped_when_no_l
         _maker(bundle_dir, [{'name': '../x', 'url': 'file:///etc/hostname'}]).files(manifest)
     with pytest.raises(AssertionError, match='cannot fetch k8s-nim-operator-v3.1.2.tgz for the bundle: .*index.yaml'):
         _maker(bundle_dir, files[1:]).files(manifest)
+
+
+class _Docker(_Module):
+    """A module whose docker fills a model cache as a downloader would, and records each run."""
+
+    def __init__(self, models, key='', rc=0):
+        super(_Docker, self).__init__([])
+        self.params.update({'models': models, 'ngc_api_key': key})
+        self.runs, self.env_files, self.rc = [], [], rc
+
+    def run_command(self, cmd):
+        if cmd[1:3] == ['image', 'inspect']:
+            return 0, 'sha256:%s\n' % hashlib.sha256(cmd[-1].encode()).hexdigest(), ''
+        self.runs.append(cmd)
+        env_file = cmd[cmd.index('--env-file') + 1]
+        self.env_files.append((oct(os.stat(env_file).st_mode & 0o777), open(env_file).read()))
+        cache = cmd[cmd.index('-v') + 1].split(':')[0]
+        os.makedirs(os.path.join(cache, 'ngc', 'hub', 'models--llama'))
+        with open(os.path.join(cache, 'ngc', 'hub', 'models--llama', 'weights.bin'), 'wb') as handle:
+            handle.write(b'w' * 10)
+        return self.rc, 'downloading\n', 'NGC said no to ' + self.params['ngc_api_key'] if self.rc else ''
+
+
+def _model_maker(dest, module):
+    maker = object.__new__(nim_bundle.Maker)
+    maker.module = module
+    maker.p = module.params
+    maker.dest = str(dest)
+    maker.docker = 'docker'
+    return maker
+
+
+def test_a_model_cache_is_filled_by_its_downloader_archived_and_not_filled_again(tmp_path):
+    model = {'file': 'nvcr.io_nim_llama_1.3.0_0123456789ab.tar', 'image': 'nvcr.io/nim/llama:1.3.0', 'profile': '',
+             'downloader': 'nvcr.io/nim/llama:1.3.0', 'command': ['download-to-cache'], 'user': '1000:1000',
+             'env': {'NIM_CACHE_PATH': '/model-store', 'NIM_TENSOR_PARALLEL_SIZE': '8'}}
+    docker = _Docker([model], key='nvapi-SECRET')
+    manifest = {}
+    assert _model_maker(tmp_path, docker).models(manifest) == [model['file']]
+    # The key and the env reach the downloader through a file only its owner reads, never its command line.
+    run = docker.runs[0]
+    assert 'nvapi-SECRET' not in ' '.join(run)
+    assert run[-2:] == ['nvcr.io/nim/llama:1.3.0', 'download-to-cache'] and run[run.index('--user') + 1] == '1000:1000'
+    assert docker.env_files == [('0o600', 'NGC_API_KEY=nvapi-SECRET\nNIM_CACHE_PATH=/model-store\nNIM_TENSOR_PARALLEL_SIZE=8\n')]
+    archive = tmp_path / 'models' / model['file']
+    with tarfile.open(str(archive)) as tar:
+        members = dict((m.name, m) for m in tar.getmembers())
+    assert sorted(members) == ['ngc', 'ngc/hub', 'ngc/hub/models--llama', 'ngc/hub/models--llama/weights.bin']
+    assert set((m.uid, m.gid, m.uname) for m in members.values()) == {(1000, 1000, '')}
+    # Nothing left beside the archive and its checksums: the filled cache and the env file are gone.
+    assert sorted(p.name for p in (tmp_path / 'models').iterdir()) == ['SHA256SUMS', model['file']]
+    digest = hashlib.sha256(archive.read_bytes()).hexdigest()
+    assert (tmp_path / 'models' / 'SHA256SUMS').read_text() == '%s  %s\n' % (digest, model['file'])
+    assert [(r['path'], r['size'], r['sha256']) for r in manifest['models']] == [
+        ('models/' + model['file'], archive.stat().st_size, digest)]
+    # Again with nothing changed: not filled again. Another env (the way the model is reached) fills it again.
+    assert _model_maker(tmp_path, _Docker([model])).models(manifest) == []
+    changed = dict(model, env=dict(model['env'], NIM_MODEL_PROFILE='abc'))
+    assert _model_maker(tmp_path, _Docker([changed])).models(manifest) == [model['file']]
+    # A cache no longer named goes.
+    assert _model_maker(tmp_path, _Docker([])).models(manifest) == []
+    assert list((tmp_path / 'models').iterdir()) == [] and manifest['models'] == []
+
+
+def test_a_downloader_that_fails_is_named_with_its_last_lines_and_leaves_nothing(tmp_path):
+    model = {'file': 'm.tar', 'image': 'nvcr.io/nim/llama:1.3.0', 'profile': 'p1', 'downloader': 'dl:1',
+             'command': ['download-to-cache'], 'user': '1000:1000', 'env': {}}
+    with pytest.raises(AssertionError, match=r'the model cache of nvcr.io/nim/llama:1.3.0 \(profile p1\) could not be '
+                                             r'filled: dl:1 download-to-cache ended with rc 1: downloading \| NGC said no'):
+        _model_maker(tmp_path, _Docker([model], key='k', rc=1)).models({})
+    assert [p.name for p in (tmp_path / 'models').iterdir()] == []
+    with pytest.raises(AssertionError, match='a line of an env file cannot hold: A'):
+        _model_maker(tmp_path, _Docker([dict(model, env={'A': 'two\nlines'})])).models({})
