@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, nimstack maintainers
 # SPDX-License-Identifier: Apache-2.0
-"""Filters bundle_plan, bundle_sources, bundle_images, bundle_models, bundle_k8s_files, bundle_k8s_file,
+"""Filters bundle_plan, bundle_sources, bundle_images, bundle_models, bundle_k8s_files, bundle_k8s_file, bundle_image_file,
 bundle_problems, bundle_k8s_problems and bundle_env: what an offline bundle must hold for the
 inventory, from which vendors' repositories, which images, model caches and Kubernetes files, what keeps a bundle
 from serving the run, and the environment of apt in offline mode (docs in the .yml file of each)."""
@@ -15,6 +15,7 @@ from ansible_collections.nimstack.multinode.plugins.module_utils.lazy import laz
 
 _bundle = lazy_module('bundle')
 _values = lazy_module('values')
+_docker_spec = lazy_module('docker_spec')
 
 
 def _vars(hostvars, hosts):
@@ -96,7 +97,7 @@ def bundle_problems(hostvars, groups, url, node_group='nim_nodes'):
     if isinstance(manifest, dict):
         problems += _bundle.image_problems(manifest, kinds, vars_by_host, url, present)
         problems += _bundle.model_problems(manifest, kinds, vars_by_host, present)
-    problems += _bundle.dcgm_problems(kinds, vars_by_host, hardware, url)
+        problems += _bundle.dcgm_problems(manifest, kinds, vars_by_host, hardware, url, present)
     if unknown:
         problems.append('the distribution of %s is not known yet (its facts were not gathered), so the bundle cannot '
                         'be checked for it' % ', '.join(unknown))
@@ -135,6 +136,12 @@ def bundle_k8s_file(component, version):
         raise AnsibleFilterError('bundle_k8s_file: no component %r (%s)' % (component, ', '.join(sorted(_bundle.K8S_FILES))))
 
 
+def bundle_image_file(image, url, archive=''):
+    """The name in the offline bundle's images/ of the archive a host loads an image from in offline mode
+    (url), '' where it pulls it or an archive is given (docker_spec.bundle_image)."""
+    return _docker_spec.bundle_image(str(image), str(archive or ''), str(url or ''))
+
+
 def bundle_env(url):
     """The environment of a role's apt tasks: apt reads the bundle only (APT_CONFIG) in offline mode."""
     return {'APT_CONFIG': _bundle.APT_CONFIG} if url else {}
@@ -157,5 +164,5 @@ class FilterModule(object):
                 'bundle_models': bundle_models,
                 'bundle_problems': bundle_problems,
                 'bundle_k8s_problems': bundle_k8s_problems, 'bundle_k8s_files': bundle_k8s_files,
-                'bundle_k8s_file': bundle_k8s_file, 'bundle_env': bundle_env,
+                'bundle_k8s_file': bundle_k8s_file, 'bundle_image_file': bundle_image_file, 'bundle_env': bundle_env,
                 'packages_missing': packages_missing}

@@ -377,9 +377,11 @@ def _host_images(hvars):
 
 
 def wanted_images(kinds_by_host, vars_by_host):
-    """[reference]: the images the Docker groups' hosts run, each once, sorted (_host_images)."""
+    """[reference]: the images the Docker groups' hosts run (_host_images) and their DCGM exporters'
+    (wanted_dcgm_images), each once, sorted."""
     return sorted(set(ref for host, kinds in kinds_by_host.items() if 'docker' in kinds
-                      for ref, _variable in _host_images(vars_by_host.get(host) or {})))
+                      for ref, _variable in _host_images(vars_by_host.get(host) or {}))
+                  | set(wanted_dcgm_images(kinds_by_host, vars_by_host)))
 
 
 MODELS = 'models'
@@ -540,29 +542,51 @@ def image_problems(manifest, kinds_by_host, vars_by_host, url, present=None):
     return problems
 
 
-def dcgm_problems(kinds_by_host, vars_by_host, hardware_by_host, url):
-    """In offline mode, the hosts whose DCGM exporter (role monitoring, on a Docker host a monitoring
-    host watches) would pull its image from a registry on the internet: those with an NVIDIA GPU, by
-    the OS check's read (hardware_by_host, parse_hardware), where the exporter is on. The bundle does
-    not carry that image: it comes from the site's registry, or the exporter is turned off."""
+def _dcgm_image(hvars, defaults):
+    """The DCGM exporter's image of an exporter host (role monitoring) where the exporter is on and the
+    image is of a registry on the internet, else ''."""
+    def get(name):
+        return hvars[name] if name in hvars else defaults.get(name)
+    if not truthy(get('monitoring_dcgm_exporter')):
+        return ''
+    image = '%s:%s' % (get('monitoring_dcgm_exporter_image'), get('monitoring_dcgm_exporter_tag'))
+    return image if docker_spec.registry_of(image) in docker_spec.PUBLIC_REGISTRIES else ''
+
+
+def wanted_dcgm_images(kinds_by_host, vars_by_host):
+    """[reference]: the DCGM exporter images the bundle carries, each once: those of every exporter host
+    (_dcgm_image). The maker sees no host, so not which has a GPU: it carries them for all."""
+    defaults = role_defaults('monitoring')
+    return sorted(set(filter(None, (_dcgm_image(vars_by_host.get(host) or {}, defaults)
+                                    for host, kinds in kinds_by_host.items() if 'exporters' in kinds))))
+
+
+def dcgm_problems(manifest, kinds_by_host, vars_by_host, hardware_by_host, url, present=None):
+    """In offline mode, what keeps the bundle at url from serving the DCGM exporter's image (role
+    monitoring, on a Docker host a monitoring host watches) to the hosts that load it from there: those
+    with an NVIDIA GPU, by the OS check's read (hardware_by_host, parse_hardware), whose exporter is on
+    and would pull its image from a registry on the internet."""
     if not url:
         return []
     defaults = role_defaults('monitoring')
     wanted = {}
     for host in sorted(h for h, kinds in kinds_by_host.items() if 'exporters' in kinds):
-        hvars = vars_by_host.get(host) or {}
-
-        def get(name):
-            return hvars[name] if name in hvars else defaults.get(name)
-        if not truthy(get('monitoring_dcgm_exporter')) or not (hardware_by_host.get(host) or {}).get('gpu'):
-            continue
-        image = '%s:%s' % (get('monitoring_dcgm_exporter_image'), get('monitoring_dcgm_exporter_tag'))
-        if docker_spec.registry_of(image) in docker_spec.PUBLIC_REGISTRIES:
+        image = _dcgm_image(vars_by_host.get(host) or {}, defaults)
+        if image and (hardware_by_host.get(host) or {}).get('gpu'):
             wanted.setdefault(image, []).append(host)
-    return ['offline mode: the DCGM exporter (monitoring_dcgm_exporter) would pull %s from %s on %s (an NVIDIA GPU '
-            'shown), and the bundle does not carry it; push it to the site\'s own registry and name it there '
-            '(monitoring_dcgm_exporter_image, monitoring_dcgm_exporter_tag), or set monitoring_dcgm_exporter=false'
-            % (image, docker_spec.registry_of(image), ', '.join(hosts)) for image, hosts in sorted(wanted.items())]
+    held = dict((i.get('ref'), i) for i in (manifest or {}).get('images') or [] if isinstance(i, dict))
+    problems = []
+    for image, hosts in sorted(wanted.items()):
+        record = held.get(image)
+        if record is None:
+            problems.append('offline mode: the bundle has no image %s (images/%s), which the DCGM exporter '
+                            '(monitoring_dcgm_exporter) of %s would load from it (an NVIDIA GPU shown); make the bundle '
+                            'again from this inventory (playbooks/bundle.yml), push the image to the site\'s own registry '
+                            'and name it there (monitoring_dcgm_exporter_image, monitoring_dcgm_exporter_tag), or set '
+                            'monitoring_dcgm_exporter=false' % (image, image_file(image), ', '.join(hosts)))
+        elif present is not None and not present(record.get('path'), record.get('size')):
+            problems.append(unserved(record, image))
+    return problems
 
 
 def read_manifest(text):

@@ -344,19 +344,28 @@ def test_offline_the_model_caches_the_groups_download_must_be_in_the_bundle():
     assert 'no nim_model_profile (models/' in bundle.model_problems({}, {'a1': {'docker'}}, hvars)[0]
 
 
-def test_offline_a_gpu_host_s_dcgm_exporter_may_not_pull_from_the_internet():
+def test_offline_a_gpu_host_s_dcgm_exporter_loads_its_image_from_the_bundle():
     kinds = {'g': {'docker', 'exporters'}, 'c': {'docker', 'exporters'}, 'u': {'docker'}}
     gpu = {'gpu': True, 'nvswitch': False, 'driver': False, 'toolkit': False, 'kernel': '6.1.0'}
     hardware = {'g': gpu, 'c': dict(gpu, gpu=False), 'u': gpu}
     url = 'http://b:8080'
-    assert bundle.dcgm_problems(kinds, {}, hardware, url) == [
-        'offline mode: the DCGM exporter (monitoring_dcgm_exporter) would pull '
-        'nvcr.io/nvidia/k8s/dcgm-exporter:4.2.3-4.1.3-ubuntu22.04 from nvcr.io on g (an NVIDIA GPU shown), and the '
-        "bundle does not carry it; push it to the site's own registry and name it there (monitoring_dcgm_exporter_image, "
-        'monitoring_dcgm_exporter_tag), or set monitoring_dcgm_exporter=false']
-    assert bundle.dcgm_problems(kinds, {'g': {'monitoring_dcgm_exporter': False}}, hardware, url) == []
-    assert bundle.dcgm_problems(kinds, {'g': {'monitoring_dcgm_exporter_image': 'registry.site:5000/dcgm-exporter'}},
-                                hardware, url) == []
-    # Where the hardware was not read (no OS check), or online, nothing is said.
-    assert bundle.dcgm_problems(kinds, {}, {}, url) == []
-    assert bundle.dcgm_problems(kinds, {}, hardware, '') == []
+    image = 'nvcr.io/nvidia/k8s/dcgm-exporter:4.2.3-4.1.3-ubuntu22.04'
+    # The maker carries it for every exporter host (it sees no GPU); the check asks it of GPU hosts only.
+    assert bundle.wanted_dcgm_images(kinds, {}) == [image]
+    assert image in bundle.wanted_images(kinds, {})
+    assert bundle.dcgm_problems({}, kinds, {}, hardware, url) == [
+        'offline mode: the bundle has no image %s (images/nvcr.io_nvidia_k8s_dcgm-exporter_4.2.3-4.1.3-ubuntu22.04.tar), '
+        'which the DCGM exporter (monitoring_dcgm_exporter) of g would load from it (an NVIDIA GPU shown); make the bundle '
+        "again from this inventory (playbooks/bundle.yml), push the image to the site's own registry and name it there "
+        '(monitoring_dcgm_exporter_image, monitoring_dcgm_exporter_tag), or set monitoring_dcgm_exporter=false' % image]
+    held = {'images': [{'ref': image, 'path': 'images/' + bundle.image_file(image), 'size': 5}]}
+    assert bundle.dcgm_problems(held, kinds, {}, hardware, url, present=lambda path, size: size == 5) == []
+    assert bundle.dcgm_problems(held, kinds, {}, hardware, url, present=lambda path, size: False) == [
+        'the bundle lists images/%s (%s) but does not serve it with its size of 5 bytes' % (bundle.image_file(image), image)]
+    off = {'g': {'monitoring_dcgm_exporter': False}, 'c': {'monitoring_dcgm_exporter': False}}
+    assert bundle.dcgm_problems({}, kinds, off, hardware, url) == [] and bundle.wanted_dcgm_images(kinds, off) == []
+    site = {h: {'monitoring_dcgm_exporter_image': 'registry.site:5000/dcgm-exporter'} for h in ('g', 'c')}
+    assert bundle.dcgm_problems({}, kinds, site, hardware, url) == [] and bundle.wanted_dcgm_images(kinds, site) == []
+    # Where the hardware was not read (no OS check), or online, nothing is asked.
+    assert bundle.dcgm_problems({}, kinds, {}, {}, url) == []
+    assert bundle.dcgm_problems({}, kinds, {}, hardware, '') == []
