@@ -661,7 +661,8 @@ def served(base, timeout=10):
 # What the Kubernetes components' roles read to choose where they install from (role defaults in
 # settings.DECLARED, else the role's defaults/main.yml), and what a run in offline mode may not fetch
 # from outside the bundle.
-K8S_SETTINGS = ('lws_version', 'lws_install_method', 'lws_helm_chart_path', 'lws_helm_chart_ref', 'lws_manifest_url',
+K8S_SETTINGS = ('nim_k8s_storage', 'nim_k8s_pvc_name', 'lws_version', 'lws_install_method', 'lws_helm_chart_path',
+                'lws_helm_chart_ref', 'lws_manifest_url',
                 'nim_operator_version', 'nim_operator_helm_chart', 'nim_operator_helm_chart_file',
                 'nim_operator_helm_repo_url', 'nim_operator_gpu_operator_enabled', 'nim_operator_network_operator_enabled',
                 'nim_k8s_backend', 'nim_k8s_scheduler', 'volcano_version', 'volcano_install_method',
@@ -793,16 +794,19 @@ def k8s_plan_problems(plan, url, hvars, backend='nim_operator', install_componen
     hvars: the variables of the host the Kubernetes play runs in the name of; load: a function that
     returns the bundle's manifest and a present() function for k8s_problems, called only where a
     component is installed."""
-    if not url or str(state) != 'present' or not truthy(install_components) or render_dir:
+    if not url or str(state) != 'present' or render_dir:
         return []
     planned = (plan or {}).get('groups') or {}
-    groups = [planned[name] for name in ((plan or {}).get('groups_by_mode') or {}).get('kubernetes') or ()
-              if name in planned]
+    names = sorted(name for name in ((plan or {}).get('groups_by_mode') or {}).get('kubernetes') or () if name in planned)
+    groups = [planned[name] for name in names]
     if not groups:
         return []
-    multi_node = max(int(g.get('size') or 1) for g in groups) > 1
     values = dict((name, hvars[name]) for name in K8S_SETTINGS if name in (hvars or {}))
     values['nim_k8s_backend'] = backend
+    problems = k8s_model_problems(values, names)
+    if not truthy(install_components):
+        return problems
+    multi_node = max(int(g.get('size') or 1) for g in groups) > 1
     held, present = {}, None
     if load is not None:
         try:
@@ -810,5 +814,23 @@ def k8s_plan_problems(plan, url, hvars, backend='nim_operator', install_componen
         except OSError as exc:
             return ['nimstack_bundle_url: cannot read the bundle\'s manifest: %s' % exc]
         held = dict((f.get('path'), f) for f in (manifest or {}).get('files') or [] if isinstance(f, dict))
-    return k8s_problems(url, values, lws_needed=backend == 'lws' or multi_node, operator_needed=backend == 'nim_operator',
-                        held=held, present=present)
+    return problems + k8s_problems(url, values, lws_needed=backend == 'lws' or multi_node,
+                                   operator_needed=backend == 'nim_operator', held=held, present=present)
+
+
+def k8s_model_problems(values, groups):
+    """In offline mode, the Kubernetes groups' model: it must be in a claim filled beforehand (the NIM
+    Operator's air-gap path: the NIMService reads the claim, no NIMCache, no download at start), named
+    by nim_k8s_pvc_name. A NIMCache would download it from NGC, and so would a NIM on an empty claim the
+    play makes."""
+    get = _k8s_getter(values)
+    named = ', '.join(groups)
+    if str(get('nim_k8s_storage')) == 'nimcache':
+        return ['offline mode: the NIMCache of the Kubernetes groups %s (nim_k8s_storage=nimcache) would download the '
+                'model from NGC; fill a ReadWriteMany claim beforehand with the model cache (the image\'s own '
+                'download-to-cache on a connected machine) and name it: nim_k8s_storage=pvc with nim_k8s_pvc_name' % named]
+    if not get('nim_k8s_pvc_name'):
+        return ['offline mode: the Kubernetes groups %s would get an empty claim for their model (nim_k8s_pvc_name is '
+                'empty) and their NIM would download it from NGC when it starts; fill a ReadWriteMany claim beforehand '
+                'with the model cache and name it: nim_k8s_pvc_name' % named]
+    return []

@@ -939,29 +939,23 @@ def fidelity(contract, groups, docker):
     check(not unexplained, '%s: differences docs/contracts.md does not name: %s' % (contract, unexplained))
 
 
-def check_operator_groups(label, contract, groups):
-    """Each NIMService Ready on a Ready NIMCache that finished first, with the profile of its layout;
-    the operator's LeaderWorkerSet of size pipeline, its pods Running and Ready, one rack per group."""
+def check_operator_groups(label, contract, groups, claim=None):
+    """Each NIMService Ready on a Ready NIMCache that finished first, with the profile of its layout (or,
+    offline, on the site's claim filled beforehand, with no NIMCache); the operator's LeaderWorkerSet of
+    size pipeline, its pods Running and Ready, one rack per group."""
     nodes = kubectl('get', 'nodes', '-o', 'json')['items']
     rack_of = {n['metadata']['name']: n['metadata']['labels'].get(RACK) for n in nodes}
     racks = {}
     for group in groups:
         service = kubectl('get', 'nimservice', 'nim-%s' % group, '-n', NS, '-o', 'json')
         caches = group_caches(group)
-        check(len(caches) == 1, '%s: group %s has NIMCaches %s' % (label, group, [c['metadata']['name'] for c in caches]))
-        cache = caches[0]
-        check(service['spec']['storage']['nimCache']['name'] == cache['metadata']['name'],
-              '%s: NIMService nim-%s uses NIMCache %s' % (label, group, service['spec']['storage']))
         check(service['status'].get('state') == 'Ready', '%s: NIMService nim-%s is %s' % (label, group, service['status']))
-        check(cache['status'].get('state') == 'Ready', '%s: NIMCache nim-%s is %s' % (label, group, cache['status']))
-        done = [c['lastTransitionTime'] for c in cache['status'].get('conditions', []) if c['type'] == 'NIM_CACHE_JOB_COMPLETED']
-        check(done and done[0] <= service['metadata']['creationTimestamp'],
-              '%s: NIMService nim-%s was applied at %s, before its NIMCache was Ready (%s)'
-              % (label, group, service['metadata']['creationTimestamp'], done))
-        # A set: the operator may list a profile twice (docs/contracts.md).
-        profiles = sorted({p['name'] for p in cache['status'].get('profiles', [])})
-        check(profiles == ['standin-tp8-pp2-bf16'] or OWN and profiles,
-              '%s: NIMCache nim-%s selected %s' % (label, group, profiles))
+        if claim:
+            check(service['spec']['storage'].get('pvc') == {'name': claim} and not caches,
+                  '%s: NIMService nim-%s reads %s, NIMCaches %s'
+                  % (label, group, service['spec']['storage'], [c['metadata']['name'] for c in caches]))
+        else:
+            check_cache(label, group, service, caches)
         lws = kubectl('get', 'lws', 'nim-%s-lws' % group, '-n', NS, '-o', 'json')
         size = lws['spec']['leaderWorkerTemplate']['size']
         check(size == 2, '%s: the operator\'s LeaderWorkerSet nim-%s-lws has size %s, pipeline is 2' % (label, group, size))
@@ -971,13 +965,35 @@ def check_operator_groups(label, contract, groups):
         for pod in pods:
             check(pod['spec'].get('schedulerName') == 'default-scheduler',
                   '%s: pod %s scheduler %s' % (label, pod['metadata']['name'], pod['spec'].get('schedulerName')))
+            if claim:
+                claims = [v['persistentVolumeClaim']['claimName'] for v in pod['spec'].get('volumes', [])
+                          if 'persistentVolumeClaim' in v]
+                check(claims == [claim], '%s: pod %s mounts the claims %s' % (label, pod['metadata']['name'], claims))
             if RACK:
                 racks.setdefault(group, set()).add(rack_of[pod['spec']['nodeName']])
     check_racks(label, racks)
     SUMMARY['groups_ready'][label] = len(groups)
-    say('   %s: %d NIMServices Ready, each on a NIMCache Ready before it was applied (profile standin-tp8-pp2-bf16 '
-        'of two), LeaderWorkerSet size 2, pods Running and Ready, default scheduler, one rack each (%s)'
-        % (label, len(groups), ', '.join('%s=%s' % (g, next(iter(r))) for g, r in sorted(racks.items()))))
+    say('   %s: %d NIMServices Ready, %s, LeaderWorkerSet size 2, pods Running and Ready, default scheduler, one rack '
+        'each (%s)' % (label, len(groups), 'each reading the claim %s filled beforehand, no NIMCache' % claim if claim else
+                       'each on a NIMCache Ready before it was applied (profile standin-tp8-pp2-bf16 of two)',
+                       ', '.join('%s=%s' % (g, next(iter(r))) for g, r in sorted(racks.items()))))
+
+
+def check_cache(label, group, service, caches):
+    """The group's one NIMCache, Ready before its NIMService was applied, with the profile of its layout."""
+    check(len(caches) == 1, '%s: group %s has NIMCaches %s' % (label, group, [c['metadata']['name'] for c in caches]))
+    cache = caches[0]
+    check(service['spec']['storage']['nimCache']['name'] == cache['metadata']['name'],
+          '%s: NIMService nim-%s uses NIMCache %s' % (label, group, service['spec']['storage']))
+    check(cache['status'].get('state') == 'Ready', '%s: NIMCache nim-%s is %s' % (label, group, cache['status']))
+    done = [c['lastTransitionTime'] for c in cache['status'].get('conditions', []) if c['type'] == 'NIM_CACHE_JOB_COMPLETED']
+    check(done and done[0] <= service['metadata']['creationTimestamp'],
+          '%s: NIMService nim-%s was applied at %s, before its NIMCache was Ready (%s)'
+          % (label, group, service['metadata']['creationTimestamp'], done))
+    # A set: the operator may list a profile twice (docs/contracts.md).
+    profiles = sorted({p['name'] for p in cache['status'].get('profiles', [])})
+    check(profiles == ['standin-tp8-pp2-bf16'] or OWN and profiles,
+          '%s: NIMCache nim-%s selected %s' % (label, group, profiles))
 
 
 def section_changed(output, task):
@@ -1177,9 +1193,18 @@ def operator_bundle(inv, extra):
     say('   bundle: %s made in %.1f s, again in %.1f s fetching nothing; sources down'
         % (', '.join('%s (%d bytes)' % (f['path'], f['size']) for f in held), times[0], times[1]))
     served = Served(bundle_dir)
-    run = dict(extra, lws_install_method='manifest', lws_manifest_file='', nimstack_bundle_url=served.url)
+    # The model offline: a claim of the site's filled beforehand (the operator's air-gap path), which the
+    # NIMServices read, no NIMCache.
+    run = dict(extra, lws_install_method='manifest', lws_manifest_file='', nimstack_bundle_url=served.url,
+               nim_k8s_storage='pvc', nim_k8s_pvc_name=AIRGAP_CLAIM['metadata']['name'])
     run.pop('nim_operator_helm_chart_file')
     return run, served, held
+
+
+# The site's claim that holds the model in the offline scenario, filled beforehand (kwok's pods read nothing).
+AIRGAP_CLAIM = {'apiVersion': 'v1', 'kind': 'PersistentVolumeClaim', 'metadata': {'name': 'site-models', 'namespace': NS},
+                'spec': {'accessModes': ['ReadWriteMany'], 'storageClassName': STORAGE_CLASS,
+                         'resources': {'requests': {'storage': '1Ti'}}}}
 
 
 def bundle_refused(inv, extra, held):
@@ -1236,9 +1261,11 @@ def stage_operator(tmp):
         # from an offline bundle (a site without a way out), on the cluster of make test.
         runs_extra = extra if not plays else dict(extra, **INSTALLED)
         if not plays and not OWN:
-            say('== %s: LWS and the NIM Operator from an offline bundle' % label)
+            say('== %s: LWS and the NIM Operator from an offline bundle, the model from a claim filled beforehand' % label)
             runs_extra, served, held = operator_bundle(inv, extra)
             bundle_refused(inv, runs_extra, held)
+            kubectl('create', 'namespace', NS, parse=False)
+            kubectl('apply', '-f', '-', stdin=json.dumps(AIRGAP_CLAIM), parse=False)
         play = Play('%s-deploy' % label, inv, runs_extra)
         plays.append(play)
         SUMMARY['seconds_to_ready'][label] = play.seconds
@@ -1247,7 +1274,8 @@ def stage_operator(tmp):
             check(fetched == sorted(['/files/SHA256SUMS'] + ['/' + f['path'] for f in held]),
                   '%s: the run from the bundle fetched %s of it' % (label, fetched))
             say('   installed from the bundle at %s: fetched %s (checked against SHA256SUMS)' % (served.url, ', '.join(fetched)))
-        check_operator_groups(label, contract, groups)
+        airgap = runs_extra.get('nim_k8s_pvc_name')
+        check_operator_groups(label, contract, groups, claim=airgap)
         if monitoring_served():
             check_monitoring(label, groups, lambda group: 'nim-%s-lws' % group, play)
         fidelity(contract, groups, docker_plan(contract, groups, {}))
@@ -1321,7 +1349,7 @@ def stage_operator(tmp):
                  if any(c['metadata']['name'].startswith('nim-%s-' % g) for g in groups)]
         SUMMARY['objects_left']['%s_teardown' % label] = left
         check(not left, '%s: teardown left %s' % (label, left))
-        for obj in foreign:
+        for obj in foreign + ([AIRGAP_CLAIM] if airgap else []):
             kubectl('get', obj['kind'].lower(), obj['metadata']['name'], '-n', NS, parse=False)
         for crd in ('nimservices.apps.nvidia.com', 'nimcaches.apps.nvidia.com'):
             kubectl('get', 'crd', crd, parse=False)
@@ -1330,9 +1358,10 @@ def stage_operator(tmp):
         SUMMARY['changed']['%s_teardown_again' % label] = again.changed
         check(again.changed == 0, '%s: a second teardown changed %d' % (label, again.changed))
         say('   teardown in %.1f s with the operator running (finalizers %s honoured, not stripped): nothing of ours '
-            'left (the NIMCaches\' claims included), team-config, team-lws and team-nim survive, CRDs kept; second teardown changed=0'
-            % (play.seconds, sorted(set(f for v in finalizers.values() for f in v))))
-        for obj in foreign:
+            'left (the NIMCaches\' claims included), team-config, team-lws and team-nim%s survive, CRDs kept; second teardown '
+            'changed=0' % (play.seconds, sorted(set(f for v in finalizers.values() for f in v)),
+                           ' and the site\'s model claim %s' % airgap if airgap else ''))
+        for obj in foreign + ([AIRGAP_CLAIM] if airgap else []):
             kubectl('delete', obj['kind'].lower(), obj['metadata']['name'], '-n', NS, '--wait=true', parse=False)
     if served:
         served.stop()

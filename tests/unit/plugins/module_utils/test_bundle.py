@@ -212,25 +212,48 @@ def test_the_kubernetes_check_reads_the_plan_s_kubernetes_groups_and_the_bundle(
     from ansible_collections.nimstack.multinode.plugins.filter.bundle_plan import bundle_k8s_problems
     plan = {'groups': {'a': {'size': 1}, 'd': {'size': 3}}, 'groups_by_mode': {'kubernetes': ['a'], 'docker': ['d']}}
     url = _k8s_bundle(tmp_path, [])
+    # The model in a claim filled beforehand, named (the operator's air-gap path).
+    claim = {'nim_k8s_pvc_name': 'models'}
     # One single-node group on the operator: no LWS; on lws, LWS only.
-    assert [p[:60] for p in bundle_k8s_problems(plan, url, {})] == [
+    assert [p[:60] for p in bundle_k8s_problems(plan, url, claim)] == [
         'offline mode: the bundle has no files/k8s-nim-operator-v3.1.']
-    assert [p[:60] for p in bundle_k8s_problems(plan, url, {}, backend='lws')] == [
+    assert [p[:60] for p in bundle_k8s_problems(plan, url, claim, backend='lws')] == [
         'offline mode: the bundle has no files/lws-chart-v0.10.0.tgz ']
-    assert bundle_k8s_problems(plan, url, {}, install_components='false') == []
+    assert bundle_k8s_problems(plan, url, claim, install_components='false') == []
     assert bundle_k8s_problems(plan, url, {}, state='absent') == []
     assert bundle_k8s_problems(plan, url, {}, render_dir='/tmp/out') == []
     assert bundle_k8s_problems(dict(plan, groups_by_mode={'kubernetes': []}), url, {}) == []
     multi = {'groups': {'a': {'size': 2}}, 'groups_by_mode': {'kubernetes': ['a']}}
-    assert len(bundle_k8s_problems(multi, url, {})) == 2
+    assert len(bundle_k8s_problems(multi, url, claim)) == 2
     url = _k8s_bundle(tmp_path, ['lws-chart-v0.10.0.tgz', 'k8s-nim-operator-v3.1.2.tgz'])
-    assert bundle_k8s_problems(multi, url, {}) == []
+    assert bundle_k8s_problems(multi, url, claim) == []
     (tmp_path / 'files' / 'lws-chart-v0.10.0.tgz').unlink()
-    assert bundle_k8s_problems(multi, url, {}) == [
+    assert bundle_k8s_problems(multi, url, claim) == [
         "the bundle lists files/lws-chart-v0.10.0.tgz (LeaderWorkerSet v0.10.0's chart oci://registry.k8s.io/lws/charts/lws, "
         'lws_install_method=helm) but does not serve it with its size of 7 bytes']
-    assert [p[:60] for p in bundle_k8s_problems(multi, 'file://' + str(tmp_path / 'none'), {})] == [
+    assert [p[:60] for p in bundle_k8s_problems(multi, 'file://' + str(tmp_path / 'none'), claim)] == [
         "nimstack_bundle_url: cannot read the bundle's manifest: [Err"]
+
+
+def test_offline_a_kubernetes_group_s_model_is_a_claim_filled_beforehand(tmp_path):
+    from ansible_collections.nimstack.multinode.plugins.filter.bundle_plan import bundle_k8s_problems
+    plan = {'groups': {'a': {'size': 2}, 'b': {'size': 2}}, 'groups_by_mode': {'kubernetes': ['b', 'a']}}
+    url = _k8s_bundle(tmp_path, ['lws-chart-v0.10.0.tgz', 'k8s-nim-operator-v3.1.2.tgz'])
+    # A NIMCache downloads from NGC; so does a NIM on the empty claim the play makes. Whether the play
+    # installs the components or not.
+    assert bundle_k8s_problems(plan, url, {'nim_k8s_storage': 'nimcache', 'nim_k8s_pvc_name': 'models'}) == [
+        'offline mode: the NIMCache of the Kubernetes groups a, b (nim_k8s_storage=nimcache) would download the model '
+        "from NGC; fill a ReadWriteMany claim beforehand with the model cache (the image's own download-to-cache on a "
+        'connected machine) and name it: nim_k8s_storage=pvc with nim_k8s_pvc_name']
+    empty = bundle_k8s_problems(plan, url, {}, install_components=False)
+    assert empty == ['offline mode: the Kubernetes groups a, b would get an empty claim for their model (nim_k8s_pvc_name '
+                     'is empty) and their NIM would download it from NGC when it starts; fill a ReadWriteMany claim '
+                     'beforehand with the model cache and name it: nim_k8s_pvc_name']
+    assert bundle_k8s_problems(plan, url, {'nim_k8s_storage': 'pvc', 'nim_k8s_pvc_name': 'models'}) == []
+    # Online, rendering only or tearing down: nothing asked.
+    assert bundle_k8s_problems(plan, '', {'nim_k8s_storage': 'nimcache'}) == []
+    assert bundle_k8s_problems(plan, url, {'nim_k8s_storage': 'nimcache'}, render_dir='/tmp/out') == []
+    assert bundle_k8s_problems(plan, url, {'nim_k8s_storage': 'nimcache'}, state='absent') == []
 
 
 def test_the_bundle_carries_what_the_kubernetes_components_would_fetch():
