@@ -403,11 +403,11 @@ def _host_model(hvars, defaults):
     image = images[0][0]
     profile = str(hvars.get('nim_model_profile') or '')
     env = dict((str(k), str(v)) for k, v in (hvars.get('nim_extra_env') or {}).items())
-    env.update({'NIM_CACHE_PATH': nim_env.CACHE_PATH,
-                'NIM_TENSOR_PARALLEL_SIZE': str(hvars.get('nim_tensor_parallel', '')),
-                'NIM_PIPELINE_PARALLEL_SIZE': str(hvars.get('nim_pipeline_parallel', ''))})
-    if profile:
-        env['NIM_MODEL_PROFILE'] = profile
+    env['NIM_CACHE_PATH'] = nim_env.CACHE_PATH
+    for name, variable in (('NIM_TENSOR_PARALLEL_SIZE', 'nim_tensor_parallel'),
+                           ('NIM_PIPELINE_PARALLEL_SIZE', 'nim_pipeline_parallel'), ('NIM_MODEL_PROFILE', 'nim_model_profile')):
+        if hvars.get(variable) not in (None, ''):
+            env[name] = str(hvars[variable])
     command = get('nim_docker_download_command')
     return {'file': docker_spec.model_file(image, profile), 'image': image, 'profile': profile,
             'downloader': str(get('nim_docker_download_image') or image),
@@ -812,7 +812,7 @@ def k8s_plan_problems(plan, url, hvars, backend='nim_operator', install_componen
         try:
             manifest, present = load()
         except OSError as exc:
-            return ['nimstack_bundle_url: cannot read the bundle\'s manifest: %s' % exc]
+            return problems + ['nimstack_bundle_url: cannot read the bundle\'s manifest: %s' % exc]
         held = dict((f.get('path'), f) for f in (manifest or {}).get('files') or [] if isinstance(f, dict))
     return problems + k8s_problems(url, values, lws_needed=backend == 'lws' or multi_node,
                                    operator_needed=backend == 'nim_operator', held=held, present=present)

@@ -233,6 +233,9 @@ def test_the_kubernetes_check_reads_the_plan_s_kubernetes_groups_and_the_bundle(
         'lws_install_method=helm) but does not serve it with its size of 7 bytes']
     assert [p[:60] for p in bundle_k8s_problems(multi, 'file://' + str(tmp_path / 'none'), claim)] == [
         "nimstack_bundle_url: cannot read the bundle's manifest: [Err"]
+    # The model's problem is named with a manifest that cannot be read, too.
+    assert [p[:40] for p in bundle_k8s_problems(multi, 'file://' + str(tmp_path / 'none'), {})] == [
+        'offline mode: the Kubernetes groups a wo', "nimstack_bundle_url: cannot read the bun"]
 
 
 def test_offline_a_kubernetes_group_s_model_is_a_claim_filled_beforehand(tmp_path):
@@ -346,6 +349,9 @@ def test_the_model_caches_carried_in_are_the_downloading_groups_with_their_downl
     assert (by_host['b1']['downloader'], by_host['b1']['command'], by_host['b1']['user']) == (
         'site:5000/dl:2', ['download-to-cache', '--all'], '2000:1000')
     assert by_host['b1']['env']['NIM_MODEL_PROFILE'] == 'abc123'
+    # What the inventory leaves unset is left to the downloader.
+    bare = bundle.wanted_models({'x': {'docker'}}, {'x': {'nim_image': 'r/i', 'nim_image_tag': '1'}})
+    assert bare[0]['env'] == {'NIM_CACHE_PATH': '/model-store'}
 
 
 def test_offline_the_model_caches_the_groups_download_must_be_in_the_bundle():
