@@ -178,9 +178,13 @@ for h in "$leader" "${workers[@]}"; do
   on "$h" sh -c "mkdir -p /etc/docker/certs.d/$cut_registry && cp /etc/docker/certs.d/$registry/ca.crt /etc/docker/certs.d/$cut_registry/"
 done
 ids_before=$(for h in "$leader" "${workers[@]}"; do on "$h" docker ps -q --filter label=nimstack.managed=true; done)
+# The image of the site's registry is another image to the model's cache: offline, the lab's bundle has
+# no cache for it. The shared cache holds the model already (the rounds above filled it), as a site's
+# cache filled beforehand does: no download.
+filled=(-e nim_docker_download_model=false)
 wrong_key=nvapi-wrong-$RANDOM$RANDOM
 if NGC_API_KEY=$wrong_key PLAYBOOK=playbooks/deploy_docker.yml play "$logs/registry-wrong-key.log" \
-    -i inventories/lab-registry -e nim_launch_contract=ray; then
+    -i inventories/lab-registry -e nim_launch_contract=ray "${filled[@]}"; then
   fail "a wrong NGC key was accepted"
 fi
 log_says "$logs/registry-wrong-key.log" "the key in nim_ngc_api_key (nim_docker_ngc_api_key) is wrong" \
@@ -217,7 +221,7 @@ docker exec -d "$reg_container" python3 /srv/cutting_proxy.py --listen 0.0.0.0:5
   --log /srv/cuts.jsonl
 NGC_API_KEY=$(cat "$(tests/lab/registry.sh key)") PLAYBOOK=playbooks/deploy_docker.yml play_ok \
   "$logs/registry-cut.log" -i inventories/lab-registry -e nim_launch_contract=ray -e nim_docker_pull_retry_delay=2 \
-  -e "nim_docker_registry=$cut_registry" -e "nim_image=$cut_registry/nim/nimstack-lab/nim-standin"
+  -e "nim_docker_registry=$cut_registry" -e "nim_image=$cut_registry/nim/nimstack-lab/nim-standin" "${filled[@]}"
 serves "$logs/smoke-registry.json" || fail "not serving the image pulled from the registry"
 docker exec "$reg_container" cat /srv/cuts.jsonl >"$logs/cuts.jsonl"
 python3 - "$logs/cuts.jsonl" "$victim_addr" "$logs/manifest.json" "$target" <<'PY' || fail "the pull after the cut is not what it should be (see $logs/cuts.jsonl)"
