@@ -161,7 +161,8 @@ def docker_rank_spec(plan, host, options):
     model_from_bundle = (model_file(image, settings.get('nim_model_profile'))
                          if options['bundle_url'] and download_model and leader and image else '')
     downloader = download_model and leader and not model_from_bundle
-    own_downloader = bool(options['download_image']) or bool(model_from_bundle)
+    # The model needs nothing of the NIM image: a downloader image of its own, or the bundle's cache.
+    model_needs_no_image = bool(options['download_image']) or bool(model_from_bundle)
     from_bundle = bundle_image(image, options['image_archive'], options['bundle_url'])
 
     return {
@@ -204,11 +205,11 @@ def docker_rank_spec(plan, host, options):
         'model_from_bundle': model_from_bundle,
         # The downloader runs on this host (the leader) unless the model comes from the bundle.
         'downloader': downloader,
-        'download_early': overlap and own_downloader,
+        'download_early': overlap and model_needs_no_image,
         # Seconds a transfer may run as a background job, 0 in the foreground: without overlap, and
         # for a leader whose download needs the NIM image itself first (image_async_downloading).
         'image_async': transfer_timeout if overlap else 0,
-        'image_async_downloading': transfer_timeout if overlap and own_downloader else 0,
+        'image_async_downloading': transfer_timeout if overlap and model_needs_no_image else 0,
         'transfer_retries': int(math.ceil(float(transfer_timeout) / max(int(options['transfer_poll_interval']), 1))),
         'shm_size_gb': shm_size_gb,
         'ready_timeout': ready_timeout,

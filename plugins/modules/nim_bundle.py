@@ -297,6 +297,23 @@ def write_checksums(folder, entries):
         os.remove(sums)
 
 
+def publish(full):
+    """Put full.tmp in place as full, readable by all (the bundle is served; docker save writes for its
+    owner only)."""
+    os.chmod(full + '.tmp', 0o644)
+    os.replace(full + '.tmp', full)
+
+
+def settle(folder, records):
+    """Drop from folder what no record lists (a model's filling scratch, .fill-*, aside) and write
+    folder/SHA256SUMS of the records (get_url's checksum on the hosts reads it)."""
+    kept = set(os.path.basename(r['path']) for r in records)
+    for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else ():
+        if name not in kept and name != bundle.CHECKSUMS and not name.startswith('.fill-'):
+            os.remove(os.path.join(folder, name))
+    write_checksums(folder, [(r['sha256'], os.path.basename(r['path'])) for r in records])
+
+
 class Maker(object):
     def __init__(self, module):
         self.module = module
@@ -355,20 +372,12 @@ class Maker(object):
                     continue
                 os.makedirs(os.path.dirname(full), exist_ok=True)
                 self.run([self.docker, 'image', 'save', '-o', full + '.tmp', ref], what='saving the image %s' % ref)
-                # docker writes it for its owner only; the bundle is served, so readable by all.
-                os.chmod(full + '.tmp', 0o644)
-                os.replace(full + '.tmp', full)
+                publish(full)
                 record = {'ref': ref, 'id': image_id, 'path': path, 'size': os.path.getsize(full), 'sha256': sha256(full),
                           'source': 'docker image save %s' % ref}
             records.append(record)
         if not self.module.check_mode:
-            kept = set(r['path'] for r in records)
-            folder = os.path.join(self.dest, 'images')
-            for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else ():
-                if 'images/' + name not in kept and name != bundle.CHECKSUMS:
-                    os.remove(os.path.join(folder, name))
-            # What the nodes check the archive they download against (get_url's checksum).
-            write_checksums(folder, [(r['sha256'], os.path.basename(r['path'])) for r in records])
+            settle(os.path.join(self.dest, 'images'), records)
             manifest['images'] = records
         return saved
 
@@ -425,19 +434,14 @@ class Maker(object):
                     continue
                 os.makedirs(folder, exist_ok=True)
                 self.fetch_file(item, full)
-                os.chmod(full + '.tmp', 0o644)
-                os.replace(full + '.tmp', full)
+                publish(full)
                 record = {'name': name, 'path': '%s/%s' % (bundle.FILES, name), 'from': source,
                           'source': source.get('url') or source.get('oci') or '%s (%s %s)' % (
                               source['repo'], source['chart'], source['version']),
                           'version': source.get('version', ''), 'size': os.path.getsize(full), 'sha256': sha256(full)}
             records.append(record)
         if not self.module.check_mode:
-            kept = set(r['name'] for r in records)
-            for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else ():
-                if name not in kept and name != bundle.CHECKSUMS:
-                    os.remove(os.path.join(folder, name))
-            write_checksums(folder, [(r['sha256'], r['name']) for r in records])
+            settle(folder, records)
             manifest['files'] = records
         return loaded
 
@@ -517,8 +521,7 @@ class Maker(object):
                     continue
                 os.makedirs(folder, exist_ok=True)
                 self.fill_model(model, full)
-                os.chmod(full + '.tmp', 0o644)
-                os.replace(full + '.tmp', full)
+                publish(full)
                 record = {'file': name, 'path': '%s/%s' % (bundle.MODELS, name), 'image': model['image'],
                           'profile': model['profile'], 'downloader': model['downloader'], 'fingerprint': made_of,
                           'source': '%s %s, for %s%s' % (model['downloader'], ' '.join(model['command']), model['image'],
@@ -526,11 +529,7 @@ class Maker(object):
                           'size': os.path.getsize(full), 'sha256': sha256(full)}
             records.append(record)
         if not self.module.check_mode:
-            kept = set(r['file'] for r in records)
-            for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else ():
-                if name not in kept and name != bundle.CHECKSUMS and not name.startswith('.fill-'):
-                    os.remove(os.path.join(folder, name))
-            write_checksums(folder, [(r['sha256'], r['file']) for r in records])
+            settle(folder, records)
             manifest[bundle.MODELS] = records
         return filled
 

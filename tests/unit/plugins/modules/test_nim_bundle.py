@@ -90,11 +90,12 @@ class _Module(object):
         raise AssertionError(kwargs['msg'])
 
 
-def _maker(dest, files):
+def _maker(dest, files=(), module=None):
     maker = object.__new__(nim_bundle.Maker)
-    maker.module = _Module(files)
+    maker.module = module or _Module(list(files))
     maker.p = maker.module.params
     maker.dest = str(dest)
+    maker.docker = 'docker'
     return maker
 
 
@@ -151,22 +152,13 @@ class _Docker(_Module):
         return self.rc, 'downloading\n', 'NGC said no to ' + self.params['ngc_api_key'] if self.rc else ''
 
 
-def _model_maker(dest, module):
-    maker = object.__new__(nim_bundle.Maker)
-    maker.module = module
-    maker.p = module.params
-    maker.dest = str(dest)
-    maker.docker = 'docker'
-    return maker
-
-
 def test_a_model_cache_is_filled_by_its_downloader_archived_and_not_filled_again(tmp_path):
     model = {'file': 'nvcr.io_nim_llama_1.3.0_0123456789ab.tar', 'image': 'nvcr.io/nim/llama:1.3.0', 'profile': '',
              'downloader': 'nvcr.io/nim/llama:1.3.0', 'command': ['download-to-cache'], 'user': '1000:1000',
              'env': {'NIM_CACHE_PATH': '/model-store', 'NIM_TENSOR_PARALLEL_SIZE': '8'}}
     docker = _Docker([model], key='nvapi-SECRET')
     manifest = {}
-    assert _model_maker(tmp_path, docker).models(manifest) == [model['file']]
+    assert _maker(tmp_path, module=docker).models(manifest) == [model['file']]
     # The key and the env reach the downloader through a file only its owner reads, never its command line.
     run = docker.runs[0]
     assert 'nvapi-SECRET' not in ' '.join(run)
@@ -184,11 +176,11 @@ def test_a_model_cache_is_filled_by_its_downloader_archived_and_not_filled_again
     assert [(r['path'], r['size'], r['sha256']) for r in manifest['models']] == [
         ('models/' + model['file'], archive.stat().st_size, digest)]
     # Again with nothing changed: not filled again. Another env (the way the model is reached) fills it again.
-    assert _model_maker(tmp_path, _Docker([model])).models(manifest) == []
+    assert _maker(tmp_path, module=_Docker([model])).models(manifest) == []
     changed = dict(model, env=dict(model['env'], NIM_MODEL_PROFILE='abc'))
-    assert _model_maker(tmp_path, _Docker([changed])).models(manifest) == [model['file']]
+    assert _maker(tmp_path, module=_Docker([changed])).models(manifest) == [model['file']]
     # A cache no longer named goes.
-    assert _model_maker(tmp_path, _Docker([])).models(manifest) == []
+    assert _maker(tmp_path, module=_Docker([])).models(manifest) == []
     assert list((tmp_path / 'models').iterdir()) == [] and manifest['models'] == []
 
 
@@ -197,7 +189,7 @@ def test_a_downloader_that_fails_is_named_with_its_last_lines_and_leaves_nothing
              'command': ['download-to-cache'], 'user': '1000:1000', 'env': {}}
     with pytest.raises(AssertionError, match=r'the model cache of nvcr.io/nim/llama:1.3.0 \(profile p1\) could not be '
                                              r'filled: dl:1 download-to-cache ended with rc 1: downloading \| NGC said no'):
-        _model_maker(tmp_path, _Docker([model], key='k', rc=1)).models({})
+        _maker(tmp_path, module=_Docker([model], key='k', rc=1)).models({})
     assert [p.name for p in (tmp_path / 'models').iterdir()] == []
     with pytest.raises(AssertionError, match='a line of an env file cannot hold: A'):
-        _model_maker(tmp_path, _Docker([dict(model, env={'A': 'two\nlines'})])).models({})
+        _maker(tmp_path, module=_Docker([dict(model, env={'A': 'two\nlines'})])).models({})
