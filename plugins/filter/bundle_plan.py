@@ -1,13 +1,17 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, nimstack maintainers
 # SPDX-License-Identifier: Apache-2.0
-"""Filters bundle_plan, bundle_sources, bundle_images, bundle_models, bundle_k8s_files, bundle_k8s_file, bundle_image_file,
-bundle_problems, bundle_k8s_problems and bundle_env: what an offline bundle must hold for the
-inventory, from which vendors' repositories, which images, model caches and Kubernetes files, what keeps a bundle
-from serving the run, and the environment of apt in offline mode (docs in the .yml file of each)."""
+"""Filters bundle_plan, bundle_sources, bundle_images, bundle_models, bundle_collections, bundle_k8s_files,
+bundle_k8s_file, bundle_image_file, bundle_problems, bundle_k8s_problems and bundle_env: what an offline bundle
+must hold for the inventory, from which vendors' repositories, which images, model caches, collections and
+Kubernetes files, what keeps a bundle from serving the run, and the environment of apt in offline mode
+(docs in the .yml file of each)."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
+
+import importlib
+import os
 
 from ansible.errors import AnsibleFilterError
 
@@ -71,6 +75,35 @@ def bundle_models(hostvars, groups, node_group='nim_nodes'):
     Docker groups download, for the bundle's models/ (bundle.wanted_models)."""
     kinds, vars_by_host = _kinds(hostvars, groups, node_group)
     return _bundle.wanted_models(kinds, vars_by_host)
+
+
+def _locate_collection(name):
+    """The directory of the copy of collection name this controller runs (its collection loader's), None
+    where it has none."""
+    try:
+        package = importlib.import_module('ansible_collections.' + name)
+    except ImportError:
+        return None
+    paths = list(getattr(package, '__path__', None) or [])
+    return os.path.realpath(paths[0]) if paths else None
+
+
+def _meets(version, requirement):
+    """Whether version satisfies a dependency's requirement, as ansible-galaxy decides it."""
+    try:
+        from ansible.galaxy.dependency_resolution.versioning import meets_requirements
+    except ImportError:  # pragma: no cover - an ansible-core without it: ansible-galaxy decides at the site
+        return True
+    return meets_requirements(version, requirement)
+
+
+def bundle_collections(names):
+    """[{name, version, path, installed}]: the collections of names and those they need, as this controller
+    has them (bundle.wanted_collections)."""
+    try:
+        return _bundle.wanted_collections(list(names or ()), _locate_collection, _meets)
+    except ValueError as exc:
+        raise AnsibleFilterError('bundle_collections: nimstack_bundle_collections: %s' % exc)
 
 
 def bundle_problems(hostvars, groups, url, node_group='nim_nodes'):
@@ -161,7 +194,7 @@ def packages_missing(wanted, installed):
 class FilterModule(object):
     def filters(self):
         return {'bundle_plan': bundle_plan, 'bundle_sources': bundle_sources, 'bundle_images': bundle_images,
-                'bundle_models': bundle_models,
+                'bundle_models': bundle_models, 'bundle_collections': bundle_collections,
                 'bundle_problems': bundle_problems,
                 'bundle_k8s_problems': bundle_k8s_problems, 'bundle_k8s_files': bundle_k8s_files,
                 'bundle_k8s_file': bundle_k8s_file, 'bundle_image_file': bundle_image_file, 'bundle_env': bundle_env,

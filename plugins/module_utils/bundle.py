@@ -834,3 +834,73 @@ def k8s_model_problems(values, groups):
                 'empty) and their NIM would download it from NGC when it starts; fill a ReadWriteMany claim beforehand '
                 'with the model cache and name it: nim_k8s_pvc_name' % named]
     return []
+
+
+# The controller's own software (collections/): this collection and the collections it needs, each a
+# Galaxy artifact (<namespace>-<name>-<version>.tar.gz) that `ansible-galaxy collection install --offline`
+# takes on the site's controller, at the versions the connected controller runs.
+COLLECTIONS = 'collections'
+COLLECTION_NAME = re.compile(r'[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*\Z')
+COLLECTION_VERSION = re.compile(r'[0-9][0-9A-Za-z.+-]*\Z')
+
+
+def collection_file(name, version):
+    """The name in collections/ of a collection's artifact, as ansible-galaxy names it."""
+    return '%s-%s.tar.gz' % (name.replace('.', '-'), version)
+
+
+def collection_meta(path):
+    """(version, {dependency: requirement}, installed) of the collection at path: an installed copy's
+    MANIFEST.json (installed True: packed from its files, which its FILES.json lists with their sha256),
+    else a source tree's galaxy.yml (installed False: ansible-galaxy builds it); None for neither."""
+    manifest = os.path.join(path, 'MANIFEST.json')
+    galaxy = os.path.join(path, 'galaxy.yml')
+    try:
+        if os.path.isfile(manifest):
+            with open(manifest) as handle:
+                info = json.load(handle).get('collection_info') or {}
+            installed = True
+        elif os.path.isfile(galaxy) and yaml is not None:
+            with open(galaxy) as handle:
+                info = yaml.safe_load(handle) or {}
+            installed = False
+        else:
+            return None
+    except (OSError, IOError, ValueError, yaml.YAMLError if yaml else ValueError):
+        return None
+    if not isinstance(info, dict):
+        return None
+    return str(info.get('version') or ''), dict(info.get('dependencies') or {}), installed
+
+
+def wanted_collections(names, locate, meets=None):
+    """[{name, version, path, installed}], sorted by name: the collections of names and every collection
+    they need, transitively (their MANIFEST.json or galaxy.yml), as this machine has them: locate(name) is
+    the directory of the copy the controller runs (None where it has none); meets(version, requirement)
+    whether a version satisfies a dependency's requirement. ValueError naming each collection that is not
+    there, has no usable version, or misses a requirement."""
+    problems = ['%r is not a collection\'s name, <namespace>.<name> (lowercase letters, digits, _)' % (str(n),)
+                for n in names if not COLLECTION_NAME.match(str(n))]
+    found, queue, seen = {}, [(str(n), None, '*') for n in names if COLLECTION_NAME.match(str(n))], set()
+    while queue:
+        name, needed_by, requirement = queue.pop(0)
+        by = ' (which %s needs, %s)' % (needed_by, requirement) if needed_by else ''
+        if name not in seen:
+            seen.add(name)
+            path = locate(name) if COLLECTION_NAME.match(name) else None
+            meta = collection_meta(path) if path else None
+            if meta is None:
+                problems.append('%s is not installed on this controller%s' % (name, by))
+                continue
+            version, dependencies, installed = meta
+            if not COLLECTION_VERSION.match(version):
+                problems.append('%s at %s has no version a file name can hold: %r' % (name, path, version))
+                continue
+            found[name] = {'name': name, 'version': version, 'path': path, 'installed': installed}
+            queue.extend((str(d), name, str(r)) for d, r in sorted(dependencies.items()))
+        if name in found and needed_by and meets and not meets(found[name]['version'], requirement):
+            problems.append('%s %s is installed on this controller, but %s needs %s'
+                            % (name, found[name]['version'], needed_by, requirement))
+    if problems:
+        raise ValueError('; '.join(problems))
+    return [found[name] for name in sorted(found)]

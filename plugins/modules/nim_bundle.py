@@ -27,6 +27,7 @@ description:
     manifests of O(files) into C(files/), each again only when it changed.
   - Fills the model caches of O(models) with each group's own downloader into C(models/), again only when what fills it
     changed.
+  - Writes the collections of O(collections) into C(collections/), again only when they changed.
   - Runs where the internet is, on the controller of the connected side (playbooks/bundle.yml calls it).
 author:
   - nimstack maintainers (@nimstack)
@@ -96,6 +97,28 @@ options:
     type: list
     elements: dict
     default: []
+  collections:
+    description:
+      - The collections to carry in for the site's controller (C(nimstack.multinode.bundle_collections) names this
+        collection's and those it needs), each a dict of C(name), C(version), C(path) (its directory on this machine) and
+        C(installed).
+      - Each is written to C(collections/<namespace>-<name>-<version>.tar.gz), a Galaxy artifact that
+        C(ansible-galaxy collection install --offline) takes, and listed in C(collections/SHA256SUMS) and the manifest. An
+        installed copy (C(installed) true) is packed from the files its C(FILES.json) lists, each checked against the
+        sha256 recorded there (a file changed since the install fails the run, naming it); a source tree is built with
+        C(ansible-galaxy collection build), as its C(galaxy.yml) says.
+      - A collection whose C(MANIFEST.json) (which holds the sha256 of its C(FILES.json), and so of every file; for an
+        installed copy, with the names of the files that are there) is the one the manifest records, and whose artifact is
+        there with its size, is not written again; an artifact no longer named is removed.
+    type: list
+    elements: dict
+    default: []
+  galaxy:
+    description:
+      - The ansible-galaxy command, for the source trees of O(collections); looked for first beside the Python that runs
+        the module (the controller's, for the implicit localhost), then in E(PATH).
+    type: str
+    default: ansible-galaxy
   ngc_api_key:
     description: The NGC API key the downloaders of O(models) read (C(NGC_API_KEY)); empty for none.
     type: str
@@ -169,6 +192,15 @@ model_bytes:
   description: The size of the model caches' archives in bytes.
   returned: always
   type: int
+packed:
+  description: The collections of O(collections) written in this run (their names; empty when none changed).
+  returned: always
+  type: list
+  elements: str
+collection_bytes:
+  description: The size of the collections' artifacts in bytes.
+  returned: always
+  type: int
 manifest:
   description: The path of manifest.json.
   returned: always
@@ -176,11 +208,14 @@ manifest:
 '''
 
 import datetime
+import gzip
 import hashlib
+import io
 import json
 import os
 import re
 import shutil
+import sys
 import tarfile
 import tempfile
 
@@ -312,6 +347,66 @@ def settle(folder, records):
         if name not in kept and name != bundle.CHECKSUMS and not name.startswith('.fill-'):
             os.remove(os.path.join(folder, name))
     write_checksums(folder, [(r['sha256'], os.path.basename(r['path'])) for r in records])
+
+
+def installed_collection(path):
+    """(problem, MANIFEST.json's info, the entries of FILES.json whose files are there) of the installed
+    collection at path. A distribution may leave out some of what FILES.json lists (the ansible package
+    leaves out the collections' tests): those are not carried."""
+    with open(os.path.join(path, 'MANIFEST.json'), 'rb') as handle:
+        info = json.loads(handle.read().decode('utf-8'))
+    listed = (info.get('file_manifest_file') or {}).get('chksum_sha256')
+    if sha256(os.path.join(path, 'FILES.json')) != listed:
+        return 'its FILES.json is not the one its MANIFEST.json names (sha256 %s)' % listed, info, []
+    with open(os.path.join(path, 'FILES.json'), 'rb') as handle:
+        entries = json.loads(handle.read().decode('utf-8')).get('files') or []
+    kept = []
+    for entry in entries:
+        name = str(entry.get('name') or '')
+        if name in ('', '.') or name.startswith('/') or '..' in name.split('/'):
+            continue
+        if os.path.lexists(os.path.join(path, name)):
+            kept.append(entry)
+    return None, info, kept
+
+
+def pack_collection(path, out):
+    """Write the installed collection at path as a Galaxy artifact to out: every file and directory its
+    FILES.json lists and that is there, each file checked against its sha256 there, with a FILES.json of
+    those and a MANIFEST.json naming it (ansible-galaxy checks every file against them when it installs).
+    Owned by root, with a fixed time, so that the same files make the same artifact. (A problem as a
+    message or None, the number of files FILES.json lists that are not there.)"""
+    problem, info, kept = installed_collection(path)
+    if problem:
+        return problem, 0
+    with open(os.path.join(path, 'FILES.json'), 'rb') as handle:
+        listed = json.loads(handle.read().decode('utf-8'))
+    files = dict(listed, files=[{'name': '.', 'ftype': 'dir', 'chksum_type': None, 'chksum_sha256': None, 'format': 1}] + kept)
+    files_json = json.dumps(files, indent=4, sort_keys=True).encode('utf-8')
+    info['file_manifest_file'] = dict(info.get('file_manifest_file') or {}, name='FILES.json', ftype='file',
+                                      chksum_type='sha256', chksum_sha256=hashlib.sha256(files_json).hexdigest())
+    manifest_json = json.dumps(info, indent=4, sort_keys=True).encode('utf-8')
+
+    def normal(member):
+        member.uid = member.gid = member.mtime = 0
+        member.uname = member.gname = ''
+        member.mode = 0o755 if member.isdir() or member.mode & 0o111 else 0o644
+        return member
+
+    with open(out, 'wb') as raw:
+        with gzip.GzipFile(filename='', mode='wb', fileobj=raw, mtime=0) as zipped:
+            with tarfile.open(fileobj=zipped, mode='w', format=tarfile.PAX_FORMAT) as archive:
+                for name, data in (('MANIFEST.json', manifest_json), ('FILES.json', files_json)):
+                    member = normal(tarfile.TarInfo(name))
+                    member.size = len(data)
+                    archive.addfile(member, io.BytesIO(data))
+                for entry in kept:
+                    full = os.path.join(path, entry['name'])
+                    if entry.get('ftype') == 'file' and not os.path.islink(full) \
+                            and (not os.path.isfile(full) or sha256(full) != entry.get('chksum_sha256')):
+                        return '%s changed since it was installed (its FILES.json says otherwise)' % entry['name'], 0
+                    archive.add(full, arcname=entry['name'], recursive=False, filter=normal)
+    return None, len(listed.get('files') or []) - 1 - len(kept)
 
 
 class Maker(object):
@@ -533,6 +628,78 @@ class Maker(object):
             manifest[bundle.MODELS] = records
         return filled
 
+    def build_collection(self, item, scratch):
+        """Build the source tree of a collection of O(collections) into scratch with ansible-galaxy; its artifact
+        and the sha256 of its MANIFEST.json."""
+        # The ansible-galaxy of the Python that runs this module (the controller's) before any other.
+        galaxy = self.module.get_bin_path(self.p['galaxy'], required=True, opt_dirs=[os.path.dirname(sys.executable)])
+        self.run([galaxy, 'collection', 'build', item['path'], '--output-path', scratch, '--force'],
+                 what='building the collection %s from %s' % (item['name'], item['path']))
+        built = os.path.join(scratch, bundle.collection_file(item['name'], item['version']))
+        if not os.path.isfile(built):
+            self.module.fail_json(msg='ansible-galaxy collection build %s left %s, not %s'
+                                      % (item['path'], sorted(os.listdir(scratch)), os.path.basename(built)))
+        with tarfile.open(built) as archive:
+            made_of = hashlib.sha256(archive.extractfile('MANIFEST.json').read()).hexdigest()
+        return built, made_of
+
+    def collections(self, manifest):
+        """Write each collection of O(collections) whose MANIFEST.json changed or that is not there with its size;
+        drop those no longer named; write collections/SHA256SUMS. The names written in this run."""
+        old = dict((c.get('name'), c) for c in manifest.get(bundle.COLLECTIONS) or [] if isinstance(c, dict))
+        folder = os.path.join(self.dest, bundle.COLLECTIONS)
+        records, packed = [], []
+        scratch = tempfile.mkdtemp(prefix='nimstack-bundle-collections-')
+        try:
+            for item in sorted(self.p['collections'], key=lambda c: str(c.get('name'))):
+                item = {'name': str(item.get('name') or ''), 'version': str(item.get('version') or ''),
+                        'path': str(item.get('path') or ''), 'installed': bool(item.get('installed'))}
+                if not bundle.COLLECTION_NAME.match(item['name']) or not bundle.COLLECTION_VERSION.match(item['version']) \
+                        or not os.path.isdir(item['path']):
+                    self.module.fail_json(msg='collections: each item needs a name <namespace>.<name>, a version and the '
+                                              'directory of the collection on this machine, got %r' % (item,))
+                name = bundle.collection_file(item['name'], item['version'])
+                full = os.path.join(folder, name)
+                if item['installed']:
+                    problem, _info, kept = installed_collection(item['path'])
+                    if problem:
+                        self.module.fail_json(msg='the collection %s at %s cannot be carried in: %s; reinstall it'
+                                                  % (item['name'], item['path'], problem))
+                    built, source = None, 'the installed copy at %s (each file checked against its FILES.json)' % item['path']
+                    made_of = hashlib.sha256(json.dumps([sha256(os.path.join(item['path'], 'MANIFEST.json')),
+                                                         sorted(e['name'] for e in kept)]).encode('utf-8')).hexdigest()
+                else:
+                    built, made_of = self.build_collection(item, scratch)
+                    source = 'ansible-galaxy collection build %s' % item['path']
+                record = old.get(item['name'])
+                if not (record and record.get('fingerprint') == made_of and record.get('file') == name
+                        and os.path.isfile(full) and os.path.getsize(full) == record.get('size')):
+                    packed.append(item['name'])
+                    if self.module.check_mode:
+                        continue
+                    os.makedirs(folder, exist_ok=True)
+                    if built:
+                        shutil.copyfile(built, full + '.tmp')
+                    else:
+                        problem, left_out = pack_collection(item['path'], full + '.tmp')
+                        if left_out:
+                            source += '; %d files and folders it lists are not installed here, nor carried' % left_out
+                        if problem:
+                            os.remove(full + '.tmp')
+                            self.module.fail_json(msg='the collection %s at %s cannot be carried in: %s; reinstall it'
+                                                      % (item['name'], item['path'], problem))
+                    publish(full)
+                    record = {'name': item['name'], 'version': item['version'], 'file': name,
+                              'path': '%s/%s' % (bundle.COLLECTIONS, name), 'fingerprint': made_of, 'source': source,
+                              'size': os.path.getsize(full), 'sha256': sha256(full)}
+                records.append(record)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        if not self.module.check_mode:
+            settle(folder, records)
+            manifest[bundle.COLLECTIONS] = records
+        return packed
+
     def vendor_keys(self, name, old):
         """The platform's vendor repositories, each with its key in keys/ (fetched where missing or
         where its URL changed): [{name, uri, key_url, key, sha256}]."""
@@ -636,6 +803,7 @@ class Maker(object):
         saved = self.images(manifest)
         loaded = self.files(manifest)
         filled = self.models(manifest)
+        packed = self.collections(manifest)
         if not self.module.check_mode:
             public = os.path.join(self.dest, 'keys', 'bundle.asc')
             exported = self.run(self.gpg_cmd('--armor', '--export', key))
@@ -651,13 +819,15 @@ class Maker(object):
                     os.replace(copy + '.tmp', copy)
             manifest['key'] = {'path': 'keys/bundle.asc', 'fingerprint': key, 'sha256': sha256(public)}
             text = json.dumps(manifest, indent=1, sort_keys=True) + '\n'
-            if fetched or saved or loaded or filled or not os.path.exists(manifest_path) or open(manifest_path).read() != text:
+            if fetched or saved or loaded or filled or packed or not os.path.exists(manifest_path) or open(manifest_path).read() != text:
                 with open(manifest_path + '.tmp', 'w') as handle:
                     handle.write(text)
                 os.replace(manifest_path + '.tmp', manifest_path)
-        return {'changed': bool(fetched or saved or loaded or filled), 'fetched': fetched, 'files': files_count, 'bytes': sizes,
+        return {'changed': bool(fetched or saved or loaded or filled or packed), 'fetched': fetched, 'files': files_count, 'bytes': sizes,
                 'saved': saved, 'loaded': loaded, 'image_bytes': sum(i.get('size') or 0 for i in manifest.get('images') or []),
                 'filled': filled, 'model_bytes': sum(m.get('size') or 0 for m in manifest.get(bundle.MODELS) or []),
+                'packed': packed,
+                'collection_bytes': sum(c.get('size') or 0 for c in manifest.get(bundle.COLLECTIONS) or []),
                 'manifest': manifest_path}
 
 
@@ -673,6 +843,8 @@ def main():
             files=dict(type='list', elements='dict', default=[]),
             models=dict(type='list', elements='dict', default=[]),
             ngc_api_key=dict(type='str', default='', no_log=True),
+            collections=dict(type='list', elements='dict', default=[]),
+            galaxy=dict(type='str', default='ansible-galaxy'),
             helm=dict(type='str', default='helm'),
             docker=dict(type='str', default='docker'),
         ),

@@ -1162,8 +1162,9 @@ def operator_bundle(inv, extra):
                    env=dict(os.environ, **TOOL_ENV))
     sources = Served(source)
     bundle_dir = os.path.join(LOGS, 'bundle')
+    # The controller's collections are the lab test's to carry (tests/e2e/test-lab.sh installs them offline).
     made = dict(extra, nimstack_bundle_dir=bundle_dir, nimstack_bundle_platforms=[], nimstack_bundle_images=[],
-                nimstack_bundle_kubernetes=True, lws_install_method='manifest', lws_version=LWS_VERSION,
+                nimstack_bundle_collections=[], nimstack_bundle_kubernetes=True, lws_install_method='manifest', lws_version=LWS_VERSION,
                 lws_manifest_url='%s/lws/%s/manifests.yaml' % (sources.url, LWS_VERSION),
                 nim_operator_helm_repo_url=sources.url + '/nvidia')
     made.pop('nim_operator_helm_chart_file')

@@ -5,7 +5,8 @@
 #      apt-get update against Debian's archive fails; every host answers ansible.builtin.ping; its
 #      last host is made brownfield: it runs Docker's docker-ce (a stand-in package with docker-ce's
 #      relations, tests/lab/brownfield.yml) and a container of the site; the bundle maker refuses a
-#      vendor's repository (a stand-in of NVIDIA's) that its key does not verify; a run whose bundle
+#      vendor's repository (a stand-in of NVIDIA's) that its key does not verify; the site's controller
+#      installs the bundle's collections with no way to Galaxy; a run whose bundle
 #      lacks a file, a package that a host showing a GPU would install, and the Docker group's model
 #      cache, is refused before any host changes, naming each;
 #   2. on the fresh and brownfield hosts, `site.yml --check --diff` finishes (rc=0), reports every
@@ -170,7 +171,7 @@ if [[ -n "$NIMSTACK_LAB_OFFLINE" ]]; then
   # Which NVIDIA packages a host needs is read from the host before the check: $prefix-1 shows a GPU
   # (a sysfs tree of its own, nvidia_driver_sysfs_root), so the bundle must hold what the NVIDIA roles
   # would install on it, the headers of the kernel it runs included.
-  step "a bundle that lacks a file, and a package a GPU host needs: refused before any host changes, naming both"
+  step "the bundle's collections install offline; a bundle that lacks a file, and a package a GPU host needs: refused before any host changes, naming both"
   bundle=$(tests/lab/bundle.sh make 2>"$logs/bundle-make.log")
   # The image the lab's bundle carries in (tests/lab/bundle-inventory.yml), listed with its archive.
   python3 - "$bundle" <<'PY' || fail "the bundle's manifest does not list nimstack-lab/bundle-probe:1 with its archive"
@@ -180,6 +181,30 @@ probe = [i for i in images if i['ref'] == 'nimstack-lab/bundle-probe:1']
 path = os.path.join(sys.argv[1], probe[0]['path']) if probe else ''
 assert probe and hashlib.sha256(open(path, 'rb').read()).hexdigest() == probe[0]['sha256'], images
 PY
+  # The site's controller, which has no collection yet (only the collections path below, not this one's nor
+  # the ansible package's), installs them from the bundle with no way to Galaxy (--offline; any proxy a dead
+  # port): each at the version this controller runs, every file checked by ansible-galaxy.
+  controller=$NIMSTACK_LAB_DIR/controller-collections
+  rm -rf "$controller" && mkdir -p "$controller" && printf '[defaults]\n' >"$controller/ansible.cfg"
+  ANSIBLE_CONFIG=$controller/ansible.cfg ANSIBLE_COLLECTIONS_PATH=$controller ANSIBLE_COLLECTIONS_SCAN_SYS_PATH=false \
+    http_proxy=http://127.0.0.1:9 https_proxy=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9 HTTPS_PROXY=http://127.0.0.1:9 \
+    ansible-galaxy collection install --offline -p "$controller" "$bundle"/collections/*.tar.gz \
+    >"$logs/bundle-collections.log" 2>&1 \
+    || { tail -5 "$logs/bundle-collections.log"; fail "the bundle's collections did not install offline (see $logs/bundle-collections.log)"; }
+  python3 - "$bundle" "$controller/ansible_collections" <<'PY' || fail "the collections installed from the bundle are not those it lists"
+import glob, json, os, sys
+carried = json.load(open(os.path.join(sys.argv[1], 'manifest.json'))).get('collections') or []
+wanted = dict((c['name'], c['version']) for c in carried)
+got = {}
+for path in glob.glob(os.path.join(sys.argv[2], '*', '*', 'MANIFEST.json')):
+    info = json.load(open(path))['collection_info']
+    got['%s.%s' % (info['namespace'], info['name'])] = info['version']
+assert {'nimstack.multinode', 'community.docker', 'community.library_inventory_filtering_v1'} <= set(wanted), wanted
+assert got == wanted, (got, wanted)
+print('   the site\'s controller installed, offline, the %d collections of the bundle (%d KiB): %s'
+      % (len(got), sum(c['size'] for c in carried) // 1024, ', '.join('%s %s' % i for i in sorted(got.items()))))
+PY
+  rm -rf "$controller"
   partial=$NIMSTACK_LAB_DIR/bundle-partial
   rm -rf "$partial"
   cp -al "$bundle" "$partial" 2>/dev/null || { rm -rf "$partial"; cp -a "$bundle" "$partial"; }

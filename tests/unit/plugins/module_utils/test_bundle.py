@@ -398,3 +398,41 @@ def test_offline_a_gpu_host_s_dcgm_exporter_loads_its_image_from_the_bundle():
     # Where the hardware was not read (no OS check), or online, nothing is asked.
     assert bundle.dcgm_problems({}, kinds, {}, {}, url) == []
     assert bundle.dcgm_problems({}, kinds, {}, hardware, '') == []
+
+
+def test_the_collections_carried_are_those_named_and_every_one_they_need_as_this_controller_has_them(tmp_path):
+    def installed(name, version, dependencies=None):
+        path = tmp_path / name
+        path.mkdir()
+        namespace, short = name.split('.')
+        (path / 'MANIFEST.json').write_text(json.dumps({'collection_info': {
+            'namespace': namespace, 'name': short, 'version': version, 'dependencies': dependencies or {}}}))
+        return str(path)
+
+    tree = tmp_path / 'nimstack.multinode'
+    tree.mkdir()
+    (tree / 'galaxy.yml').write_text('version: 0.1.0\ndependencies:\n  community.docker: ">=3.4.0"\n  ansible.posix: "*"\n')
+    paths = {'nimstack.multinode': str(tree), 'ansible.posix': installed('ansible.posix', '2.1.0'),
+             'community.docker': installed('community.docker', '4.8.5', {'community.library_inventory_filtering_v1': '>=1.0.0'}),
+             'community.library_inventory_filtering_v1': installed('community.library_inventory_filtering_v1', '1.1.5')}
+
+    def meets(version, requirement):
+        return requirement == '*' or version >= requirement.lstrip('>=')
+
+    found = bundle.wanted_collections(['nimstack.multinode'], paths.get, meets)
+    assert [(c['name'], c['version'], c['installed']) for c in found] == [
+        ('ansible.posix', '2.1.0', True), ('community.docker', '4.8.5', True),
+        ('community.library_inventory_filtering_v1', '1.1.5', True), ('nimstack.multinode', '0.1.0', False)]
+    assert bundle.wanted_collections([], paths.get, meets) == []
+    # Each problem at once: a name that is none, one not installed, a version a dependency does not take.
+    del paths['community.library_inventory_filtering_v1']
+    (tree / 'galaxy.yml').write_text('version: 0.1.0\ndependencies:\n  community.docker: ">=5.0.0"\n')
+    with pytest.raises(ValueError) as raised:
+        bundle.wanted_collections(['nimstack.multinode', 'Awx.awx', 'awx.awx'], paths.get, meets)
+    assert str(raised.value) == (
+        "'Awx.awx' is not a collection's name, <namespace>.<name> (lowercase letters, digits, _); "
+        "awx.awx is not installed on this controller; "
+        "community.docker 4.8.5 is installed on this controller, but nimstack.multinode needs >=5.0.0; "
+        "community.library_inventory_filtering_v1 is not installed on this controller (which community.docker needs, >=1.0.0)")
+    assert bundle.collection_file('community.library_inventory_filtering_v1', '1.1.5') == \
+        'community-library_inventory_filtering_v1-1.1.5.tar.gz'

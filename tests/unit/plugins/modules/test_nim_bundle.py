@@ -5,6 +5,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import hashlib
+import io
+import json
 import os
 import tarfile
 
@@ -193,3 +195,136 @@ def test_a_downloader_that_fails_is_named_with_its_last_lines_and_leaves_nothing
     assert [p.name for p in (tmp_path / 'models').iterdir()] == []
     with pytest.raises(AssertionError, match='a line of an env file cannot hold: A'):
         _maker(tmp_path, module=_Docker([dict(model, env={'A': 'two\nlines'})])).models({})
+
+
+def _installed(root, name='community.example', version='1.2.0', files=None, dependencies=None):
+    """An installed collection as the ansible package leaves one: its MANIFEST.json and FILES.json, some of
+    the files FILES.json lists (the tests left out)."""
+    path = root / name.replace('.', '_')
+    files = {'plugins/modules/thing.py': b'print(1)\n', 'meta/runtime.yml': b'---\n'} if files is None else files
+    entries = [{'name': '.', 'ftype': 'dir', 'chksum_type': None, 'chksum_sha256': None, 'format': 1}]
+    for directory in ('meta', 'plugins', 'plugins/modules', 'tests'):
+        entries.append({'name': directory, 'ftype': 'dir', 'chksum_type': None, 'chksum_sha256': None, 'format': 1})
+    for rel, data in sorted(files.items()) + [('tests/unit/test_thing.py', b'left out\n')]:
+        entries.append({'name': rel, 'ftype': 'file', 'chksum_type': 'sha256',
+                        'chksum_sha256': hashlib.sha256(data).hexdigest(), 'format': 1})
+        if not rel.startswith('tests/'):
+            (path / os.path.dirname(rel)).mkdir(parents=True, exist_ok=True)
+            (path / rel).write_bytes(data)
+    files_json = json.dumps({'files': entries, 'format': 1}).encode()
+    (path / 'FILES.json').write_bytes(files_json)
+    namespace, short = name.split('.')
+    (path / 'MANIFEST.json').write_text(json.dumps({
+        'collection_info': {'namespace': namespace, 'name': short, 'version': version, 'dependencies': dependencies or {}},
+        'file_manifest_file': {'name': 'FILES.json', 'ftype': 'file', 'chksum_type': 'sha256',
+                               'chksum_sha256': hashlib.sha256(files_json).hexdigest(), 'format': 1},
+        'format': 1}))
+    return str(path)
+
+
+def test_an_installed_collection_is_packed_as_an_artifact_galaxy_checks_and_not_packed_again(tmp_path):
+    path = _installed(tmp_path)
+    item = {'name': 'community.example', 'version': '1.2.0', 'path': path, 'installed': True}
+    module = _Module([])
+    module.params['collections'] = [item]
+    manifest = {}
+    bundle_dir = tmp_path / 'bundle'
+    assert _maker(bundle_dir, module=module).collections(manifest) == ['community.example']
+    artifact = bundle_dir / 'collections' / 'community-example-1.2.0.tar.gz'
+    with tarfile.open(str(artifact)) as tar:
+        members = dict((m.name, m) for m in tar.getmembers())
+        data = dict((name, tar.extractfile(m).read()) for name, m in members.items() if m.isfile())
+    # What is installed, with a FILES.json of it and a MANIFEST.json naming that FILES.json: what
+    # ansible-galaxy checks every file against when it installs the artifact. The test left out is not listed.
+    assert sorted(members) == ['FILES.json', 'MANIFEST.json', 'meta', 'meta/runtime.yml', 'plugins', 'plugins/modules',
+                               'plugins/modules/thing.py']
+    listed = json.loads(data['FILES.json'])['files']
+    assert [e['name'] for e in listed] == ['.', 'meta', 'plugins', 'plugins/modules', 'meta/runtime.yml',
+                                           'plugins/modules/thing.py']
+    for entry in listed:
+        if entry['ftype'] == 'file':
+            assert hashlib.sha256(data[entry['name']]).hexdigest() == entry['chksum_sha256']
+    info = json.loads(data['MANIFEST.json'])
+    assert info['file_manifest_file']['chksum_sha256'] == hashlib.sha256(data['FILES.json']).hexdigest()
+    assert info['collection_info']['version'] == '1.2.0'
+    assert set((m.uid, m.gid, m.uname, m.mtime) for m in members.values()) == {(0, 0, '', 0)}
+    record = manifest['collections'][0]
+    assert (record['path'], record['size'], record['sha256']) == (
+        'collections/community-example-1.2.0.tar.gz', artifact.stat().st_size, hashlib.sha256(artifact.read_bytes()).hexdigest())
+    assert record['source'].endswith('; 2 files and folders it lists are not installed here, nor carried')
+    assert (bundle_dir / 'collections' / 'SHA256SUMS').read_text() == '%s  %s\n' % (record['sha256'], artifact.name)
+    # Again: not packed again; the same files pack the same bytes.
+    assert _maker(bundle_dir, module=module).collections(manifest) == []
+    first = artifact.read_bytes()
+    artifact.unlink()
+    assert _maker(bundle_dir, module=module).collections(manifest) == ['community.example']
+    assert artifact.read_bytes() == first
+    # No longer named: gone.
+    module.params['collections'] = []
+    assert _maker(bundle_dir, module=module).collections(manifest) == []
+    assert list((bundle_dir / 'collections').iterdir()) == [] and manifest['collections'] == []
+
+
+def test_an_installed_collection_changed_since_its_install_is_refused_naming_the_file(tmp_path):
+    path = _installed(tmp_path)
+    with open(os.path.join(path, 'plugins', 'modules', 'thing.py'), 'a') as handle:
+        handle.write('# edited\n')
+    module = _Module([])
+    module.params['collections'] = [{'name': 'community.example', 'version': '1.2.0', 'path': path, 'installed': True}]
+    with pytest.raises(AssertionError, match=r'the collection community.example at .* cannot be carried in: '
+                                             r'plugins/modules/thing.py changed since it was installed'):
+        _maker(tmp_path / 'bundle', module=module).collections({})
+    assert list((tmp_path / 'bundle' / 'collections').iterdir()) == []
+    os.remove(os.path.join(path, 'FILES.json'))
+    with open(os.path.join(path, 'FILES.json'), 'w') as handle:
+        handle.write('{"files": []}')
+    with pytest.raises(AssertionError, match='its FILES.json is not the one its MANIFEST.json names'):
+        _maker(tmp_path / 'bundle', module=module).collections({})
+
+
+class _Galaxy(_Module):
+    """A module whose ansible-galaxy builds a source tree into an artifact, and records each build."""
+
+    def __init__(self, collections):
+        super(_Galaxy, self).__init__([])
+        self.params.update({'collections': collections, 'galaxy': 'ansible-galaxy'})
+        self.builds = []
+
+    def get_bin_path(self, name, required=False, opt_dirs=None):
+        return '/controller/bin/' + name
+
+    def run_command(self, cmd):
+        self.builds.append(cmd)
+        out = cmd[cmd.index('--output-path') + 1]
+        with open(os.path.join(cmd[3], 'galaxy.yml')) as handle:
+            version = handle.read().split('version: ')[1].strip()
+        with tarfile.open(os.path.join(out, 'nimstack-multinode-%s.tar.gz' % version), 'w:gz') as tar:
+            for name, data in (('MANIFEST.json', ('{"v": "%s"}' % version).encode()), ('README.md', b'hi\n')):
+                member = tarfile.TarInfo(name)
+                member.size = len(data)
+                tar.addfile(member, io.BytesIO(data))
+        return 0, '', ''
+
+
+def test_a_source_tree_is_built_with_ansible_galaxy_and_kept_while_its_manifest_is_the_same(tmp_path):
+    tree = tmp_path / 'tree'
+    tree.mkdir()
+    (tree / 'galaxy.yml').write_text('version: 0.1.0\n')
+    item = {'name': 'nimstack.multinode', 'version': '0.1.0', 'path': str(tree), 'installed': False}
+    galaxy = _Galaxy([item])
+    manifest = {}
+    assert _maker(tmp_path / 'bundle', module=galaxy).collections(manifest) == ['nimstack.multinode']
+    assert galaxy.builds[0][:4] == ['/controller/bin/ansible-galaxy', 'collection', 'build', str(tree)]
+    assert manifest['collections'][0]['source'] == 'ansible-galaxy collection build %s' % tree
+    artifact = tmp_path / 'bundle' / 'collections' / 'nimstack-multinode-0.1.0.tar.gz'
+    made = artifact.stat().st_mtime_ns
+    # Built again each run (building is how its manifest is known), written only when that changed.
+    assert _maker(tmp_path / 'bundle', module=galaxy).collections(manifest) == []
+    assert artifact.stat().st_mtime_ns == made and len(galaxy.builds) == 2
+    (tree / 'galaxy.yml').write_text('version: 0.2.0\n')
+    item['version'] = '0.2.0'
+    assert _maker(tmp_path / 'bundle', module=galaxy).collections(manifest) == ['nimstack.multinode']
+    assert sorted(p.name for p in (tmp_path / 'bundle' / 'collections').iterdir()) == [
+        'SHA256SUMS', 'nimstack-multinode-0.2.0.tar.gz']
+    with pytest.raises(AssertionError, match='each item needs a name <namespace>.<name>, a version'):
+        _maker(tmp_path / 'bundle', module=_Galaxy([dict(item, version='../1')])).collections({})
