@@ -350,39 +350,39 @@ def settle(folder, records):
 
 
 def installed_collection(path):
-    """(problem, MANIFEST.json's info, the entries of FILES.json whose files are there) of the installed
-    collection at path. A distribution may leave out some of what FILES.json lists (the ansible package
-    leaves out the collections' tests): those are not carried."""
+    """(problem, copy) of the installed collection at path, copy a dict of its MANIFEST.json's info and
+    sha256, its FILES.json (listed) and the entries of that whose files are there (kept), each file read
+    once. A distribution may leave out some of what FILES.json lists (the ansible package leaves out
+    the collections' tests): those are not carried."""
     with open(os.path.join(path, 'MANIFEST.json'), 'rb') as handle:
-        info = json.loads(handle.read().decode('utf-8'))
-    listed = (info.get('file_manifest_file') or {}).get('chksum_sha256')
-    if sha256(os.path.join(path, 'FILES.json')) != listed:
-        return 'its FILES.json is not the one its MANIFEST.json names (sha256 %s)' % listed, info, []
+        manifest = handle.read()
+    info = json.loads(manifest.decode('utf-8'))
     with open(os.path.join(path, 'FILES.json'), 'rb') as handle:
-        entries = json.loads(handle.read().decode('utf-8')).get('files') or []
+        files = handle.read()
+    named = (info.get('file_manifest_file') or {}).get('chksum_sha256')
+    if hashlib.sha256(files).hexdigest() != named:
+        return 'its FILES.json is not the one its MANIFEST.json names (sha256 %s)' % named, None
+    listed = json.loads(files.decode('utf-8'))
     kept = []
-    for entry in entries:
+    for entry in listed.get('files') or []:
         name = str(entry.get('name') or '')
         if name in ('', '.') or name.startswith('/') or '..' in name.split('/'):
             continue
         if os.path.lexists(os.path.join(path, name)):
             kept.append(entry)
-    return None, info, kept
+    return None, {'info': info, 'sha256': hashlib.sha256(manifest).hexdigest(), 'listed': listed, 'kept': kept}
 
 
-def pack_collection(path, out):
-    """Write the installed collection at path as a Galaxy artifact to out: every file and directory its
-    FILES.json lists and that is there, each file checked against its sha256 there, with a FILES.json of
-    those and a MANIFEST.json naming it (ansible-galaxy checks every file against them when it installs).
-    Owned by root, with a fixed time, so that the same files make the same artifact. (A problem as a
-    message or None, the number of files FILES.json lists that are not there.)"""
-    problem, info, kept = installed_collection(path)
-    if problem:
-        return problem, 0
-    with open(os.path.join(path, 'FILES.json'), 'rb') as handle:
-        listed = json.loads(handle.read().decode('utf-8'))
+def pack_collection(path, copy, out):
+    """Write the installed collection at path (installed_collection's copy of it) as a Galaxy artifact to out:
+    every file and directory its FILES.json lists and that is there, each file checked against its sha256
+    there, with a FILES.json of those and a MANIFEST.json naming it (ansible-galaxy checks every file against
+    them when it installs). Owned by root, with a fixed time, so that the same files make the same artifact.
+    (A problem as a message or None, the number of files FILES.json lists that are not there.)"""
+    listed, kept = copy['listed'], copy['kept']
     files = dict(listed, files=[{'name': '.', 'ftype': 'dir', 'chksum_type': None, 'chksum_sha256': None, 'format': 1}] + kept)
     files_json = json.dumps(files, indent=4, sort_keys=True).encode('utf-8')
+    info = dict(copy['info'])
     info['file_manifest_file'] = dict(info.get('file_manifest_file') or {}, name='FILES.json', ftype='file',
                                       chksum_type='sha256', chksum_sha256=hashlib.sha256(files_json).hexdigest())
     manifest_json = json.dumps(info, indent=4, sort_keys=True).encode('utf-8')
@@ -661,13 +661,13 @@ class Maker(object):
                 name = bundle.collection_file(item['name'], item['version'])
                 full = os.path.join(folder, name)
                 if item['installed']:
-                    problem, _info, kept = installed_collection(item['path'])
+                    problem, copy = installed_collection(item['path'])
                     if problem:
                         self.module.fail_json(msg='the collection %s at %s cannot be carried in: %s; reinstall it'
                                                   % (item['name'], item['path'], problem))
                     built, source = None, 'the installed copy at %s (each file checked against its FILES.json)' % item['path']
-                    made_of = hashlib.sha256(json.dumps([sha256(os.path.join(item['path'], 'MANIFEST.json')),
-                                                         sorted(e['name'] for e in kept)]).encode('utf-8')).hexdigest()
+                    made_of = hashlib.sha256(json.dumps([copy['sha256'], sorted(e['name'] for e in copy['kept'])])
+                                             .encode('utf-8')).hexdigest()
                 else:
                     built, made_of = self.build_collection(item, scratch)
                     source = 'ansible-galaxy collection build %s' % item['path']
@@ -681,7 +681,7 @@ class Maker(object):
                     if built:
                         shutil.copyfile(built, full + '.tmp')
                     else:
-                        problem, left_out = pack_collection(item['path'], full + '.tmp')
+                        problem, left_out = pack_collection(item['path'], copy, full + '.tmp')
                         if left_out:
                             source += '; %d files and folders it lists are not installed here, nor carried' % left_out
                         if problem:
