@@ -8,7 +8,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from k8s_render import ALL_RUNS, run_render, two_group_inventory  # noqa: E402
+from k8s_render import ALL_RUNS, GROUPED, INVENTORY, grouped_inventory, run_render, two_group_inventory  # noqa: E402
 from k8s_schema import REPO  # noqa: E402
 
 
@@ -24,11 +24,20 @@ def workdir(tmp_path_factory):
 
 @pytest.fixture(scope='session')
 def renders(workdir):
-    """Every independent run, in parallel: name -> Render."""
+    """Every independent run, in parallel: name -> Render; a scenario of GROUPED -> its group's view
+    of the run it shares."""
     workers = max(2, os.cpu_count() or 2)
+    groups = {}
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = dict((name, pool.submit(run_render, workdir, name, backend, extra))
-                       for name, (backend, extra) in ALL_RUNS.items())
+        futures = {}
+        for name, (backend, extra, *grouped) in ALL_RUNS.items():
+            inventory = INVENTORY
+            if grouped:
+                inventory, groups[name] = grouped_inventory(workdir, name, grouped[0])
+            futures[name] = pool.submit(run_render, workdir, name, backend, extra, inventory=inventory)
         futures['lws-two-groups'] = pool.submit(run_render, workdir, 'lws-two-groups', 'lws', {},
                                                 inventory=two_group_inventory(workdir))
-        return dict((name, future.result()) for name, future in futures.items())
+        found = dict((name, future.result()) for name, future in futures.items())
+    for name in GROUPED:
+        found.update((scenario, found[name].of_group(group)) for scenario, group in groups[name].items())
+    return found

@@ -39,32 +39,16 @@ LWS_MANIFEST = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'fixture
 # name -> (backend, extra vars). The example inventory is TP 8 / PP 2 of Llama 3.1 405B fp8.
 SCENARIOS = {
     'lws-tp8pp2': ('lws', {}),
-    'lws-4node': ('lws', {'nim_pipeline_parallel': 4}),
-    'lws-deepseek': ('lws', DEEPSEEK_R1),
-    'lws-ray': ('lws', {'nim_launch_contract': 'ray'}),
     # LWS settings: restart after start, a rollout with surge and a canary partition, priority.
     'lws-rollout': ('lws', {'nim_k8s_replicas': 3, 'nim_k8s_restart_policy': 'RecreateGroupAfterStart',
                             'nim_k8s_rollout_max_surge': 1, 'nim_k8s_rollout_max_unavailable': '50%',
                             'nim_k8s_rollout_partition': 2, 'nim_k8s_priority_class': 'nim-serving'}),
-    'operator-priority': ('nim_operator', {'nim_k8s_priority_class': 'nim-serving'}),
-    # Tensor parallelism across both nodes, one pipeline stage: a raw LeaderWorkerSet runs it.
-    'lws-ray-tp16': ('lws', {'nim_launch_contract': 'ray', 'nim_tensor_parallel': 16, 'nim_pipeline_parallel': 1}),
-    'lws-leader-address': ('lws', {'nim_launch_contract': 'leader_address', 'nim_socket_ifname': 'eth0',
-                                   'nim_network_profile': 'roce'}),
     'operator-tp8pp2': ('nim_operator', {}),
-    'operator-4node': ('nim_operator', {'nim_pipeline_parallel': 4}),
-    'operator-deepseek': ('nim_operator', DEEPSEEK_R1),
-    'operator-ray': ('nim_operator', {'nim_launch_contract': 'ray', 'nim_network_profile': 'aws_efa',
-                                      'nim_network_devices_per_gpu': 4}),
-    # nim_launch_contract auto reads a 2.x tag as NIM for LLMs 2.0: the ray contract.
-    'operator-auto-ray': ('nim_operator', {'nim_launch_contract': 'auto', 'nim_image_tag': '2.0.1'}),
     # Gang scheduling and topology (docs/contracts.md, gang scheduling), on both backends.
     'lws-volcano': ('lws', dict(VOLCANO, nim_launch_contract='ray')),
     'lws-kai': ('lws', KAI),
     'operator-volcano': ('nim_operator', VOLCANO),
     'operator-kai': ('nim_operator', dict(KAI, nim_launch_contract='ray')),
-    # An image pinned by digest rather than a tag, on both backends.
-    'operator-digest': ('nim_operator', {'nim_image_tag': 'sha256:' + 'ab' * 32}),
     # The model in a NIMCache per image: a new tag makes a new NIMCache (its modelPuller is immutable).
     'operator-nimcache': ('nim_operator', {'nim_k8s_storage': 'nimcache'}),
     'operator-nimcache-new-tag': ('nim_operator', {'nim_k8s_storage': 'nimcache', 'nim_image_tag': '1.3.1'}),
@@ -74,7 +58,6 @@ SCENARIOS = {
         'nim_k8s_router': {'hostDomainName': 'nim.example.com', 'ingress': {'ingressClass': 'nginx'}},
         'nim_k8s_compute_domain': 'create', 'nim_k8s_priority_class': 'nim-serving'}),
     'operator-compute-domain-name': ('nim_operator', {'nim_k8s_compute_domain': 'gb200-rack-1'}),
-    'lws-digest': ('lws', {'nim_image_tag': 'sha256:' + 'ab' * 32}),
     # Monitoring (on by default): the selector's label, the interval and a threshold from the inventory.
     'lws-monitoring': ('lws', MONITORING),
     'operator-monitoring': ('nim_operator', MONITORING),
@@ -83,48 +66,95 @@ SCENARIOS = {
     'lws-volcano-file': ('lws', dict(VOLCANO, lws_install_method='file', lws_manifest_file=LWS_MANIFEST)),
 }
 
-# Runs that must fail before anything is written: name -> (backend, extra vars).
+# Scenarios that differ only in what a deployment group sets (its layout, image, model, launch
+# contract, network profile) share one run: each is a group of its own, named after the scenario,
+# in one inventory, so a run builds several groups side by side as a user's inventory would, and
+# the tests read each group's files (Render.group). name -> (backend, extra vars of the run,
+# {scenario: the group's variables}).
+GROUPED = {
+    'lws-groups': ('lws', {}, {
+        'lws-4node': {'nim_pipeline_parallel': 4},
+        'lws-deepseek': DEEPSEEK_R1,
+        'lws-ray': {'nim_launch_contract': 'ray'},
+        # Tensor parallelism across both nodes, one pipeline stage: a raw LeaderWorkerSet runs it.
+        'lws-ray-tp16': {'nim_launch_contract': 'ray', 'nim_tensor_parallel': 16, 'nim_pipeline_parallel': 1},
+        'lws-leader-address': {'nim_launch_contract': 'leader_address', 'nim_socket_ifname': 'eth0',
+                               'nim_network_profile': 'roce'},
+        # An image pinned by digest rather than a tag, on both backends.
+        'lws-digest': {'nim_image_tag': 'sha256:' + 'ab' * 32},
+    }),
+    'operator-groups': ('nim_operator', {}, {
+        'operator-4node': {'nim_pipeline_parallel': 4},
+        'operator-deepseek': DEEPSEEK_R1,
+        'operator-ray': {'nim_launch_contract': 'ray', 'nim_network_profile': 'aws_efa',
+                         'nim_network_devices_per_gpu': 4},
+        # nim_launch_contract auto reads a 2.x tag as NIM for LLMs 2.0: the ray contract.
+        'operator-auto-ray': {'nim_launch_contract': 'auto', 'nim_image_tag': '2.0.1'},
+        'operator-digest': {'nim_image_tag': 'sha256:' + 'ab' * 32},
+    }),
+    # Secrets asked for, one group per launch contract: only mpi's gets a key Secret.
+    'lws-secrets-run': ('lws', {'nim_k8s_render_secrets': True}, {
+        'lws-secrets': {'nim_group': 'default'},
+        'lws-ray-secrets': {'nim_launch_contract': 'ray'},
+        'lws-leader-address-secrets': {'nim_launch_contract': 'leader_address', 'nim_socket_ifname': 'eth0'},
+    }),
+}
+
+# Runs that must fail before anything is written: name -> (backend, extra vars[, {group: its variables}]).
+# Each run names every problem of one stage at once: the values the controller's rules refuse, the
+# groups the plan cannot lay out, the settings valid alone that the Kubernetes checks refuse together.
 REJECTED = {
-    'rejected-tp6': ('nim_operator', {'nim_tensor_parallel': 6}),
-    'rejected-autoscaling': ('nim_operator', {'nim_k8s_autoscaling': True}),
-    'rejected-auto-contract': ('lws', {'nim_launch_contract': 'auto', 'nim_image_tag': 'latest'}),
-    'rejected-kai-without-queue': ('lws', {'nim_k8s_scheduler': 'kai', 'nim_k8s_volcano_queue': 'q'}),
-    'rejected-bad-topology-key': ('nim_operator', {'nim_k8s_exclusive_topology': 'not a label'}),
-    'rejected-operator-leader-address': ('nim_operator', {'nim_launch_contract': 'leader_address',
-                                                          'nim_socket_ifname': 'eth0'}),
-    # Each value refused by the controller's rules, all named in one failure.
-    'rejected-rollout-settings': ('lws', {'nim_k8s_restart_policy': 'Always', 'nim_k8s_rollout_partition': -1,
-                                          'nim_k8s_priority_class': 'Not_A_Name'}),
-    # Each value valid alone; together they leave a rolling update no room.
-    'rejected-rollout-no-room': ('lws', {'nim_k8s_rollout_max_surge': 0, 'nim_k8s_rollout_max_unavailable': 0}),
-    'rejected-operator-lws-settings': ('nim_operator', {'nim_k8s_restart_policy': 'None', 'nim_k8s_rollout_partition': 1}),
-    # The operator would run it as one single-node pod (its LeaderWorkerSet size is the pipeline).
-    'rejected-operator-tp-across-nodes': ('nim_operator', {'nim_launch_contract': 'ray', 'nim_tensor_parallel': 16,
-                                                           'nim_pipeline_parallel': 1}),
+    'rejected-values': ('lws', {'nim_k8s_restart_policy': 'Always', 'nim_k8s_rollout_partition': -1,
+                                'nim_k8s_priority_class': 'Not_A_Name', 'nim_k8s_exclusive_topology': 'not a label'}),
+    'rejected-plan': ('nim_operator', {}, {
+        'tp6': {'nim_tensor_parallel': 6},
+        'autoscaling': {'nim_k8s_autoscaling': True},
+        'auto-contract': {'nim_launch_contract': 'auto', 'nim_image_tag': 'latest'},
+    }),
+    # KAI without its queue, Volcano's queue beside it; and a rolling update left no room.
+    'rejected-lws-settings': ('lws', {'nim_k8s_scheduler': 'kai', 'nim_k8s_volcano_queue': 'q',
+                                      'nim_k8s_rollout_max_surge': 0, 'nim_k8s_rollout_max_unavailable': 0}),
+    # LeaderWorkerSet settings the operator has no field for, and two layouts it cannot run: the
+    # leader_address contract, and tensor parallelism across nodes (the operator would run it as one
+    # single-node pod: its LeaderWorkerSet size is the pipeline).
+    'rejected-operator': ('nim_operator', {'nim_k8s_restart_policy': 'None', 'nim_k8s_rollout_partition': 1}, {
+        'leader-address': {'nim_launch_contract': 'leader_address', 'nim_socket_ifname': 'eth0'},
+        'tp-across-nodes': {'nim_launch_contract': 'ray', 'nim_tensor_parallel': 16, 'nim_pipeline_parallel': 1},
+    }),
 }
 
 # Independent of each other, so they all run in one parallel batch; the runs that build on an
 # earlier one (re-render into the same directory, contract switch) run in the tests themselves.
 ALL_RUNS = dict(SCENARIOS, **REJECTED)
-ALL_RUNS['lws-secrets'] = ('lws', {'nim_k8s_render_secrets': True})
-ALL_RUNS['lws-ray-secrets'] = ('lws', {'nim_k8s_render_secrets': True, 'nim_launch_contract': 'ray'})
-ALL_RUNS['lws-leader-address-secrets'] = ('lws', {'nim_k8s_render_secrets': True, 'nim_launch_contract': 'leader_address',
-                                                  'nim_socket_ifname': 'eth0'})
+ALL_RUNS.update(GROUPED)
 
 
 class Render:
     """One render-only run: its exit status, output and the files it wrote."""
 
-    def __init__(self, root, rc, output):
+    # The deployment group whose files paths() lists, and the whole run's (None: every file).
+    group = None
+
+    def __init__(self, root, rc, output, inventory=INVENTORY):
         self.root = root
         self.rc = rc
         self.output = output
+        self.inventory = inventory
 
     def paths(self):
         found = []
         for base, _dirs, files in os.walk(self.root):
             found.extend(os.path.relpath(os.path.join(base, name), self.root) for name in files)
+        if self.group is not None:
+            # A group's own directory and what the run writes for every group (_cluster, _namespaces).
+            found = [path for path in found if path.split('/', 1)[0] in (self.group, '_cluster', '_namespaces')]
         return sorted(found)
+
+    def of_group(self, group):
+        """The same run, its files narrowed to one deployment group's and the shared ones."""
+        view = Render(self.root, self.rc, self.output, self.inventory)
+        view.group = group
+        return view
 
     def manifests(self):
         """Relative path -> object, for every Kubernetes object file (not the _cluster records)."""
@@ -161,6 +191,18 @@ def two_group_inventory(workdir):
         'r1': {'hosts': {'b1': {}, 'b2': {}},
                'vars': dict(DEEPSEEK_R1, nim_group='r1', nim_k8s_namespace='nim-r1')},
     })
+
+
+def grouped_inventory(workdir, name, groups):
+    """An inventory of one deployment group per scenario of GROUPED[name]: two hosts each, the
+    scenario's variables as the group's. Returns (path, {scenario: group name})."""
+    children, names = {}, {}
+    for index, (scenario, variables) in enumerate(sorted(groups.items())):
+        group = variables.get('nim_group', scenario)
+        names[scenario] = group
+        children['g%d' % index] = {'hosts': {'%s-%d' % (group, rank): {} for rank in (1, 2)},
+                                   'vars': dict(variables, nim_group=group)}
+    return write_inventory(workdir, name, children), names
 
 
 def write_inventory(workdir, name, groups):
@@ -203,4 +245,4 @@ def run_render(workdir, name, backend, extra, render_dir=None, inventory=INVENTO
         ['ansible-playbook', '-i', inventory, PLAYBOOK, '-e', '@' + vars_file],
         cwd=workdir, env=playbook_env(workdir), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         universal_newlines=True, timeout=300, check=False)
-    return Render(render_dir, proc.returncode, proc.stdout)
+    return Render(render_dir, proc.returncode, proc.stdout, inventory)

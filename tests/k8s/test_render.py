@@ -10,7 +10,7 @@ import stat
 import pytest
 import yaml
 
-from k8s_render import DEEPSEEK_R1, FAKE_NGC_KEY, SCENARIOS, run_render
+from k8s_render import DEEPSEEK_R1, FAKE_NGC_KEY, GROUPED, SCENARIOS, run_render
 from k8s_schema import REPO, Invalid, validate
 
 
@@ -25,8 +25,9 @@ def _module(path):
 
 nim_alerts = _module('plugins/module_utils/nim_alerts.py')
 
-LWS_SCENARIOS = sorted(name for name, (backend, _extra) in SCENARIOS.items() if backend == 'lws')
-OPERATOR_SCENARIOS = sorted(name for name, (backend, _extra) in SCENARIOS.items() if backend == 'nim_operator')
+# Every scenario that writes no Secret (the default), a run of its own or a group of a shared run.
+ALL_SCENARIOS = sorted(list(SCENARIOS) + [name for _b, extra, groups in GROUPED.values()
+                                          if not extra.get('nim_k8s_render_secrets') for name in groups])
 
 
 def _env(container):
@@ -43,7 +44,7 @@ def _lws_parts(render):
     return lws, template, template['leaderTemplate']['spec'], template['workerTemplate']['spec']
 
 
-@pytest.mark.parametrize('name', sorted(SCENARIOS))
+@pytest.mark.parametrize('name', ALL_SCENARIOS)
 def test_scenario_renders_and_every_object_validates(renders, name):
     render = renders[name]
     assert render.rc == 0, render.output[-4000:]
@@ -60,7 +61,7 @@ def test_scenario_renders_and_every_object_validates(renders, name):
     assert not problems, '\n'.join(problems)
 
 
-@pytest.mark.parametrize('name', sorted(SCENARIOS))
+@pytest.mark.parametrize('name', ALL_SCENARIOS)
 def test_no_secret_is_rendered_or_printed_by_default(renders, name):
     render = renders[name]
     assert FAKE_NGC_KEY not in render.output
@@ -142,6 +143,7 @@ def test_lws_install_record_pins_the_release(renders):
 @pytest.mark.parametrize('name, pp', [('lws-tp8pp2', 2), ('lws-4node', 4), ('lws-deepseek', 2)])
 def test_lws_group_follows_the_operator_mpi_contract(renders, name, pp):
     render = renders[name]
+    group = render.group or 'default'
     lws, template, leader, worker = _lws_parts(render)
     assert template['size'] == pp
     assert template['restartPolicy'] == 'RecreateGroupOnPodRestart'
@@ -177,9 +179,9 @@ def test_lws_group_follows_the_operator_mpi_contract(renders, name, pp):
                              '/opt/nim/llm/.ssh/config': 'ssh-pk', '/ssh-confs/ssh_host_ed25519_key': 'ssh-pk'}
     volumes = dict((v['name'], v) for v in leader['volumes'] + worker['volumes'])
     assert volumes['dshm']['emptyDir'] == {'medium': 'Memory', 'sizeLimit': '64Gi'}
-    assert volumes['ssh-pk']['secret'] == {'secretName': 'nim-default-ssh-pk', 'defaultMode': 0o400}
-    assert volumes['mpi-config']['configMap']['name'] == 'nim-default-mpi-config'
-    assert volumes['model-store']['persistentVolumeClaim'] == {'claimName': 'nim-default-model-store'}
+    assert volumes['ssh-pk']['secret'] == {'secretName': 'nim-%s-ssh-pk' % group, 'defaultMode': 0o400}
+    assert volumes['mpi-config']['configMap']['name'] == 'nim-%s-mpi-config' % group
+    assert volumes['model-store']['persistentVolumeClaim'] == {'claimName': 'nim-%s-model-store' % group}
     for spec in (leader, worker):
         assert spec['nodeSelector'] == {'nvidia.com/gpu.present': 'true'}
         assert spec['tolerations'] == [{'key': 'nvidia.com/gpu', 'operator': 'Exists', 'effect': 'NoSchedule'}]
@@ -187,7 +189,7 @@ def test_lws_group_follows_the_operator_mpi_contract(renders, name, pp):
 
     hostfile = render.one('ConfigMap')['data']['hostfile-0']
     assert hostfile.splitlines() == ['localhost slots=8'] + [
-        'nim-default-0-%d.nim-default.nim.svc slots=8' % rank for rank in range(1, pp)]
+        'nim-%s-0-%d.nim-%s.nim.svc slots=8' % (group, rank, group) for rank in range(1, pp)]
     assert render.one('PersistentVolumeClaim')['spec']['accessModes'] == ['ReadWriteMany']
 
 
@@ -266,7 +268,7 @@ def test_contracts_without_ssh_have_no_mpi_configmap_key_secret_or_hostfile(rend
     # Secrets were asked for, so a key Secret would be here if the contract had one.
     assert [item for item in kinds if item[0] == 'Secret'] == [('Secret', 'ngc-api-key'), ('Secret', 'ngc-registry')]
     assert [item for item in kinds if item[0] == 'ConfigMap'] == []
-    assert not os.path.exists(os.path.join(render.root, 'default', 'Secret-nim-default-ssh-pk.yaml'))
+    assert not os.path.exists(os.path.join(render.root, render.group, 'Secret-nim-%s-ssh-pk.yaml' % render.group))
     _lws, _template, leader, worker = _lws_parts(render)
     for spec in (leader, worker):
         for container in spec['containers']:
@@ -375,17 +377,6 @@ def test_schema_validation_refuses_unknown_fields(renders):
         validate(service)
 
 
-def test_render_is_idempotent_and_byte_identical(renders, workdir):
-    first = renders['lws-tp8pp2']
-    snapshot = dict((path, open(os.path.join(first.root, path), 'rb').read()) for path in first.paths())
-    # A second render into the same directory: every file is compared with what it would write,
-    # so changed=0 means byte-identical output, and the bytes are checked on top.
-    again = run_render(workdir, 'lws-tp8pp2-again', 'lws', SCENARIOS['lws-tp8pp2'][1], render_dir=first.root)
-    assert again.rc == 0, again.output[-4000:]
-    assert again.changed() == 0
-    assert dict((path, open(os.path.join(again.root, path), 'rb').read()) for path in again.paths()) == snapshot
-
-
 def test_switching_contract_removes_stale_files(renders, workdir):
     root = os.path.join(workdir, 'out', 'switch')
     shutil.copytree(renders['lws-tp8pp2'].root, root)
@@ -396,29 +387,28 @@ def test_switching_contract_removes_stale_files(renders, workdir):
 
 
 @pytest.mark.parametrize('name, message', [
-    ('rejected-tp6', "group 'default': nim_tensor_parallel=6: the model's 128 attention heads are not divisible by 6"),
-    ('rejected-autoscaling',
-     "group 'default': nim_k8s_autoscaling=true, nodes=2: a multi-node deployment cannot autoscale"),
-    ('rejected-auto-contract', "nim_launch_contract=auto cannot tell the NIM version from nim_image_tag='latest'"),
-    ('rejected-kai-without-queue', 'nim_k8s_scheduler=kai needs nim_k8s_kai_queue, the KAI leaf queue of the groups'),
-    ('rejected-kai-without-queue',
+    ('rejected-plan', "group 'tp6': nim_tensor_parallel=6: the model's 128 attention heads are not divisible by 6"),
+    ('rejected-plan', "group 'autoscaling': nim_k8s_autoscaling=true, nodes=2: a multi-node deployment cannot autoscale"),
+    ('rejected-plan', "nim_launch_contract=auto cannot tell the NIM version from nim_image_tag='latest'"),
+    ('rejected-lws-settings', 'nim_k8s_scheduler=kai needs nim_k8s_kai_queue, the KAI leaf queue of the groups'),
+    ('rejected-lws-settings',
      'nim_k8s_volcano_queue=q is set but only applies to nim_k8s_scheduler=volcano (got nim_k8s_scheduler=kai)'),
-    ('rejected-bad-topology-key', 'nim_k8s_exclusive_topology="not a label" holds characters its use does not allow; '
-                                  'accepted: a Kubernetes label key such as topology.kubernetes.io/rack, or empty'),
-    ('rejected-operator-leader-address',
-     "group 'default': nim_launch_contract=leader_address is not supported by nim_k8s_backend=nim_operator"),
-    ('rejected-operator-tp-across-nodes',
-     "group 'default': nim_tensor_parallel=16 with nim_pipeline_parallel=1 spreads over 2 nodes, but "
+    ('rejected-lws-settings', 'nim_k8s_rollout_max_unavailable and nim_k8s_rollout_max_surge cannot both be 0'),
+    ('rejected-values', 'nim_k8s_exclusive_topology="not a label" holds characters its use does not allow; '
+                        'accepted: a Kubernetes label key such as topology.kubernetes.io/rack, or empty'),
+    ('rejected-values', 'nim_k8s_restart_policy="Always" is not one of the accepted values; accepted: '
+                        'one of RecreateGroupOnPodRestart, RecreateGroupAfterStart, None'),
+    ('rejected-values', 'nim_k8s_rollout_partition=-1 is out of range; accepted: a whole number from 0'),
+    ('rejected-values', 'nim_k8s_priority_class="Not_A_Name" is not a DNS name'),
+    ('rejected-operator',
+     "group 'leader-address': nim_launch_contract=leader_address is not supported by nim_k8s_backend=nim_operator"),
+    ('rejected-operator',
+     "group 'tp-across-nodes': nim_tensor_parallel=16 with nim_pipeline_parallel=1 spreads over 2 nodes, but "
      "nim_k8s_backend=nim_operator runs one pod per pipeline stage (1)"),
-    ('rejected-operator-tp-across-nodes', 'use nim_k8s_backend=lws, which runs any layout'),
-    ('rejected-rollout-settings', 'nim_k8s_restart_policy="Always" is not one of the accepted values; accepted: '
-                                  'one of RecreateGroupOnPodRestart, RecreateGroupAfterStart, None'),
-    ('rejected-rollout-settings', 'nim_k8s_rollout_partition=-1 is out of range; accepted: a whole number from 0'),
-    ('rejected-rollout-settings', 'nim_k8s_priority_class="Not_A_Name" is not a DNS name'),
-    ('rejected-rollout-no-room', 'nim_k8s_rollout_max_unavailable and nim_k8s_rollout_max_surge cannot both be 0'),
-    ('rejected-operator-lws-settings', 'nim_k8s_restart_policy=None is a LeaderWorkerSet setting, but '
-                                       'nim_k8s_backend=nim_operator builds its own LeaderWorkerSet'),
-    ('rejected-operator-lws-settings', 'nim_k8s_rollout_partition=1 is a LeaderWorkerSet setting'),
+    ('rejected-operator', 'use nim_k8s_backend=lws, which runs any layout'),
+    ('rejected-operator', 'nim_k8s_restart_policy=None is a LeaderWorkerSet setting, but '
+                          'nim_k8s_backend=nim_operator builds its own LeaderWorkerSet'),
+    ('rejected-operator', 'nim_k8s_rollout_partition=1 is a LeaderWorkerSet setting'),
 ])
 def test_rejected_deployment_fails_before_anything_is_written(renders, name, message):
     render = renders[name]
@@ -472,13 +462,19 @@ def test_the_ssh_secret_pins_the_workers_host_key(renders, workdir):
     assert config['IdentityFile'] == '/opt/nim/llm/pk/private.key'
 
 
-def test_a_re_render_keeps_the_ssh_keys(renders, workdir):
-    first = renders['lws-secrets']
-    before = _ssh_secret_data(first)
-    again = run_render(workdir, 'lws-secrets-again', 'lws', {'nim_k8s_render_secrets': True}, render_dir=first.root)
+def test_a_re_render_is_byte_identical_and_keeps_the_ssh_keys(renders, workdir):
+    first = renders['lws-secrets-run']
+    snapshot = dict((path, open(os.path.join(first.root, path), 'rb').read()) for path in first.paths())
+    before = _ssh_secret_data(renders['lws-secrets'])
+    # A second render into the same directory (three groups, one per launch contract, and their
+    # Secrets): every file is compared with what it would write, so changed=0 means byte-identical
+    # output, and the bytes are checked on top.
+    again = run_render(workdir, 'lws-secrets-again', 'lws', GROUPED['lws-secrets-run'][1], render_dir=first.root,
+                       inventory=first.inventory)
     assert again.rc == 0, again.output[-4000:]
     assert again.changed() == 0
-    assert _ssh_secret_data(again) == before
+    assert dict((path, open(os.path.join(again.root, path), 'rb').read()) for path in again.paths()) == snapshot
+    assert _ssh_secret_data(again.of_group('default')) == before
 
 
 def test_lws_rollout_restart_and_priority_settings(renders):
@@ -527,11 +523,6 @@ def test_the_operators_own_features_from_the_inventory(renders):
     named = renders['operator-compute-domain-name'].one('NIMService')['spec']
     assert named['multiNode']['computeDomain'] == {'create': False, 'name': 'gb200-rack-1'}
     assert 'metrics' not in named and 'router' not in named['expose']
-
-
-def test_nimservice_carries_the_priority_class(renders):
-    service = renders['operator-priority'].one('NIMService')
-    assert service['spec']['priorityClassName'] == 'nim-serving'
 
 
 def _operator_pod_template(node_selector):
@@ -589,16 +580,17 @@ def test_monitoring_off_renders_no_monitoring_object(renders):
     assert not [path for path in render.paths() if 'PodMonitor' in path or 'PrometheusRule' in path]
 
 
-def test_turning_monitoring_off_removes_the_rendered_monitoring_files_only(workdir):
-    first = run_render(workdir, 'monitoring-toggle', 'lws', {})
-    assert first.rc == 0, first.output[-4000:]
+def test_turning_monitoring_off_removes_the_rendered_monitoring_files_only(renders, workdir):
+    root = os.path.join(workdir, 'out', 'monitoring-toggle')
+    shutil.copytree(renders['lws-tp8pp2'].root, root)
     rule = '_namespaces/nim/PrometheusRule-nimstack-nim-alerts.yaml'
-    assert rule in first.paths() and 'default/PodMonitor-nim-default-metrics.yaml' in first.paths()
+    assert os.path.exists(os.path.join(root, rule))
+    assert os.path.exists(os.path.join(root, 'default', 'PodMonitor-nim-default-metrics.yaml'))
     # A rule file of someone else's beside ours: not the collection's to remove.
-    theirs = os.path.join(first.root, '_namespaces', 'nim', 'PrometheusRule-team.yaml')
+    theirs = os.path.join(root, '_namespaces', 'nim', 'PrometheusRule-team.yaml')
     with open(theirs, 'w') as handle:
         handle.write('apiVersion: monitoring.coreos.com/v1\nkind: PrometheusRule\n')
-    off = run_render(workdir, 'monitoring-toggle', 'lws', {'nim_k8s_monitoring': False})
+    off = run_render(workdir, 'monitoring-toggle', 'lws', {'nim_k8s_monitoring': False}, render_dir=root)
     assert off.rc == 0, off.output[-4000:]
     assert not [path for path in off.paths() if 'PodMonitor' in path or path == rule]
     assert '_namespaces/nim/PrometheusRule-team.yaml' in off.paths()
