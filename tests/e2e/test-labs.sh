@@ -6,20 +6,19 @@
 #
 #   stream a: lab-test -> docker-path-test -> contracts-test (one 3-host lab, prepared once,
 #             handed on)
-#   stream b: security-test (a 4-host lab of its own), then the molecule scenarios of every role
-#             but the NVIDIA ones, then the render tests (k8s: no containers, pure controller CPU)
+#   stream b: security-test (a 4-host lab of its own), then the bare-metal monitoring
+#             (monitoring-lab-test: Prometheus and Alertmanager on a lab host, every target up, an
+#             alert fired by a killed rank and resolved by the supervisor, a hold that outlived its
+#             run, a hang, a partition) on hosts 1-3 of the same lab, prepared once, then the
+#             render tests (k8s: no containers, pure controller CPU)
 #   stream c: the live Kubernetes stage's LWS steps (k8s-live-lws-test: the Kubernetes roles on a
 #             live control plane, built from the Go module proxy and the release trees and cached
 #             outside the clone; on a machine whose caches are cold, as CI's are, the build takes
 #             about 11 minutes of this stream), then the NVIDIA roles' molecule scenarios, then the
 #             bad inputs (no containers, pure controller CPU)
-#   stream d: the bare-metal monitoring on a 3-host lab of its own (monitoring-lab-test:
-#             Prometheus and Alertmanager on a lab host, every target up, an alert fired by a
-#             killed rank and resolved by the supervisor, a hold that outlived its run, a hang, a
-#             partition), then the live stage's NIM Operator steps on a second cluster
-#             (k8s-live-operator-test; its build waits for stream c's, so the monitoring lab
-#             fills that wait on a cold cache). The render tests moved from it to stream b, the
-#             bad inputs to stream c, as it grew.
+#   stream d: the molecule scenarios of every role but the NVIDIA ones, then the live stage's NIM
+#             Operator steps on a second cluster (k8s-live-operator-test; its build waits for
+#             stream c's, so the molecule scenarios fill that wait on a cold cache)
 #
 # The streams are balanced by their measured times (docs/testing.md has the latest). Not among
 # them, each with a lab of its own (docs/testing.md says what the suite checks of the same
@@ -40,10 +39,14 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
 
+# A step may start with VAR=value words: its environment. The security test hands its 4-host lab on
+# (LAB_KEEP; teardown.yml has left no group on it) to the monitoring lab test, which takes hosts 1-3
+# of it as they are (LAB_REUSE) instead of preparing three fresh hosts, and takes it down.
+sec_lab="NIMSTACK_LAB_PREFIX=nimstack-sec NIMSTACK_LAB_SUBNET=172.30.83.0/24 NIMSTACK_LAB_DIR=$repo/build/lab-sec"
 stream_a=(lab-test docker-path-test contracts-test)
-stream_b=(security-test molecule-others k8s)
+stream_b=("$sec_lab LAB_KEEP=1 security-test" "$sec_lab LAB_REUSE=1 monitoring-lab-test" k8s)
 stream_c=(k8s-live-lws-test molecule-nvidia bad-inputs)
-stream_d=(monitoring-lab-test k8s-live-operator-test)
+stream_d=(molecule-others k8s-live-operator-test)
 
 # Every lab of the streams is an air-gapped site: its hosts reach nothing outside the lab network
 # and take their packages from the lab's offline bundle (tests/lab/bundle.sh, docs/offline.md).
@@ -73,11 +76,14 @@ machine_cpu() {
 }
 
 stream() {
-  local name=$1 target t c0 c1; shift
-  for target in "$@"; do
+  local name=$1 step target t c0 c1; shift
+  local -a words
+  for step in "$@"; do
+    read -r -a words <<<"$step"
+    target=${words[-1]}
     t=$SECONDS
     children_ticks c0
-    if make --no-print-directory "$target"; then
+    if env "${words[@]:0:${#words[@]}-1}" make --no-print-directory "$target"; then
       children_ticks c1
       echo "== $target passed in $((SECONDS - t)) s, $(((c1 - c0 + hz / 2) / hz)) CPU-s here"
     else

@@ -36,7 +36,9 @@
 #
 #   tests/e2e/test-monitoring-lab.sh
 #   LAB_KEEP=1 tests/e2e/test-monitoring-lab.sh     leave the lab up for a look
-#   LAB_REUSE=1 tests/e2e/test-monitoring-lab.sh    the lab such a run left
+#   LAB_REUSE=1 tests/e2e/test-monitoring-lab.sh    the lab such a run left, or hosts 1-3 of a larger
+#                                                   one (make test: the security test's, with its
+#                                                   NIMSTACK_LAB_PREFIX, _SUBNET and _DIR)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
