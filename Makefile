@@ -9,7 +9,7 @@ COLLECTION_LINK := build/collections/ansible_collections/nimstack/multinode
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: test static labs deps link lint units k8s build-check sanity bad-inputs monitoring-test monitoring-lab-test molecule molecule-nvidia molecule-others lab-test standin-test docker-path-test contracts-test docs-check awx-test doctor-test security-test supervisor-test rollout-test security-rollout-test k8s-cluster k8s-cluster-down k8s-live-test k8s-live-lws-test k8s-live-operator-test lab lab-down clean
+.PHONY: test static labs deps link lint units k8s build-check sanity bad-inputs monitoring-test monitoring-lab-test molecule molecule-nvidia molecule-others lab-test standin-test docker-path-test contracts-test docs-check awx-test doctor-test security-test supervisor-test rollout-test security-keep-test security-rollout-test monitoring-on-security-lab-test k8s-cluster k8s-cluster-down k8s-live-test k8s-live-lws-test k8s-live-operator-test lab lab-down clean
 
 test: deps static labs
 
@@ -140,13 +140,19 @@ supervisor-test: deps
 rollout-test: deps
 	tests/e2e/test-rollout.sh
 
-# make test's way to run the two: the security test hands its 4-host lab on (prepared, no group
-# left after its teardown), the rollout test takes it as it is and takes it down at the end, so
-# the hosts are prepared once for both.
+# One 4-host lab for two tests: the security test hands it on (security-keep-test: prepared, no
+# group left after its teardown), the next takes it as it is and takes it down at the end, so the
+# hosts are prepared once for both: the rollout test (security-rollout-test), or in make test the
+# monitoring lab test on hosts 1-3 of it (monitoring-on-security-lab-test, tests/e2e/test-labs.sh).
 SHARED_4_HOST_LAB := NIMSTACK_LAB_PREFIX=nimstack-sec NIMSTACK_LAB_SUBNET=172.30.83.0/24 NIMSTACK_LAB_DIR=$(CURDIR)/build/lab-sec
-security-rollout-test: deps
+security-keep-test: deps
 	$(SHARED_4_HOST_LAB) LAB_KEEP=1 tests/e2e/test-security.sh
+
+security-rollout-test: security-keep-test
 	$(SHARED_4_HOST_LAB) LAB_REUSE=1 tests/e2e/test-rollout.sh
+
+monitoring-on-security-lab-test: deps
+	$(SHARED_4_HOST_LAB) LAB_REUSE=1 tests/e2e/test-monitoring-lab.sh
 
 # docs/variables.md is generated from the roles' argument_specs: fail when it is stale (regenerate
 # with `scripts/docs-reference.py -o docs/variables.md`), and when ansible-doc cannot read a role.

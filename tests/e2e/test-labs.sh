@@ -39,12 +39,11 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
 
-# A step may start with VAR=value words: its environment. The security test hands its 4-host lab on
-# (LAB_KEEP; teardown.yml has left no group on it) to the monitoring lab test, which takes hosts 1-3
-# of it as they are (LAB_REUSE) instead of preparing three fresh hosts, and takes it down.
-sec_lab="NIMSTACK_LAB_PREFIX=nimstack-sec NIMSTACK_LAB_SUBNET=172.30.83.0/24 NIMSTACK_LAB_DIR=$repo/build/lab-sec"
+# The security test hands its 4-host lab on (LAB_KEEP; teardown.yml has left no group on it) to the
+# monitoring lab test, which takes hosts 1-3 of it as they are (LAB_REUSE) instead of preparing
+# three fresh hosts, and takes it down (the Makefile's SHARED_4_HOST_LAB).
 stream_a=(lab-test docker-path-test contracts-test)
-stream_b=("$sec_lab LAB_KEEP=1 security-test" "$sec_lab LAB_REUSE=1 monitoring-lab-test" k8s)
+stream_b=(security-keep-test monitoring-on-security-lab-test k8s)
 stream_c=(k8s-live-lws-test molecule-nvidia bad-inputs)
 stream_d=(molecule-others k8s-live-operator-test)
 
@@ -76,14 +75,11 @@ machine_cpu() {
 }
 
 stream() {
-  local name=$1 step target t c0 c1; shift
-  local -a words
-  for step in "$@"; do
-    read -r -a words <<<"$step"
-    target=${words[-1]}
+  local name=$1 target t c0 c1; shift
+  for target in "$@"; do
     t=$SECONDS
     children_ticks c0
-    if env "${words[@]:0:${#words[@]}-1}" make --no-print-directory "$target"; then
+    if make --no-print-directory "$target"; then
       children_ticks c1
       echo "== $target passed in $((SECONDS - t)) s, $(((c1 - c0 + hz / 2) / hz)) CPU-s here"
     else

@@ -8,7 +8,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from k8s_render import ALL_RUNS, GROUPED, INVENTORY, grouped_inventory, run_render, two_group_inventory  # noqa: E402
+from k8s_render import ALL_RUNS, GROUPED, INVENTORY, grouped_inventory, run_render  # noqa: E402
 from k8s_schema import REPO  # noqa: E402
 
 
@@ -35,8 +35,6 @@ def renders(workdir):
             if grouped:
                 inventory, groups[name] = grouped_inventory(workdir, name, grouped[0])
             futures[name] = pool.submit(run_render, workdir, name, backend, extra, inventory=inventory)
-        futures['lws-two-groups'] = pool.submit(run_render, workdir, 'lws-two-groups', 'lws', {},
-                                                inventory=two_group_inventory(workdir))
         found = dict((name, future.result()) for name, future in futures.items())
     for name in GROUPED:
         found.update((scenario, found[name].of_group(group)) for scenario, group in groups[name].items())

@@ -92,6 +92,11 @@ GROUPED = {
         'operator-auto-ray': {'nim_launch_contract': 'auto', 'nim_image_tag': '2.0.1'},
         'operator-digest': {'nim_image_tag': 'sha256:' + 'ab' * 32},
     }),
+    # Two models in two namespaces: each group's objects its own, one PrometheusRule for both.
+    'lws-two-groups': ('lws', {}, {
+        'two-groups-llama': {'nim_group': 'llama'},
+        'two-groups-r1': dict(DEEPSEEK_R1, nim_group='r1', nim_k8s_namespace='nim-r1'),
+    }),
     # Secrets asked for, one group per launch contract: only mpi's gets a key Secret.
     'lws-secrets-run': ('lws', {'nim_k8s_render_secrets': True}, {
         'lws-secrets': {'nim_group': 'default'},
@@ -179,20 +184,6 @@ class Render:
         return sum(counts)
 
 
-def two_group_inventory(workdir):
-    """An inventory with two deployment groups of different models in different namespaces.
-
-    The example's group vars become the nim_nodes vars and the r1 group overrides them, as a
-    child group does; inline vars are used throughout because a group_vars/ file would outrank
-    every inline group var, child groups' included.
-    """
-    return write_inventory(workdir, 'two-groups', {
-        'llama': {'hosts': {'a1': {}, 'a2': {}}, 'vars': {'nim_group': 'llama'}},
-        'r1': {'hosts': {'b1': {}, 'b2': {}},
-               'vars': dict(DEEPSEEK_R1, nim_group='r1', nim_k8s_namespace='nim-r1')},
-    })
-
-
 def grouped_inventory(workdir, name, groups):
     """An inventory of one deployment group per scenario of GROUPED[name]: two hosts each, the
     scenario's variables as the group's. Returns (path, {scenario: group name})."""
@@ -206,7 +197,9 @@ def grouped_inventory(workdir, name, groups):
 
 
 def write_inventory(workdir, name, groups):
-    """workdir/NAME.yml: the example inventory's nim_nodes vars over the given child groups."""
+    """workdir/NAME.yml: the example inventory's nim_nodes vars over the given child groups, whose own
+    vars override them as a child group's do. Inline vars throughout: a group_vars/ file would outrank
+    every inline group var, child groups' included."""
     with open(os.path.join(INVENTORY, 'group_vars', 'nim_nodes.yml'), encoding='utf-8') as handle:
         example_vars = yaml.safe_load(handle)
     path = os.path.join(workdir, '%s.yml' % name)
