@@ -59,6 +59,11 @@ tests/lab/build-image.sh >/dev/null
 tests/lab/build-standin.sh --archive build/standin/nim-standin.tar >/dev/null
 [[ -z "$NIMSTACK_LAB_OFFLINE" ]] || tests/lab/bundle.sh make >/dev/null
 
+# The streams' module runs on this machine (the Kubernetes stages', the render tests', the bad
+# inputs') keep their compiled module code in build/pyc, as the lab hosts do in their image
+# (tests/lab/pyc/lab_pyc.py): the suite's CPU, not what it proves.
+export PYTHONPATH=$repo/tests/lab/pyc${PYTHONPATH:+:$PYTHONPATH} LAB_PYC_DIR=$repo/build/pyc
+
 mkdir -p build/test-labs
 hz=$(getconf CLK_TCK)
 # The clock ticks (user + system) of this shell's finished children so far, into the variable

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the lab's systemd host image from Debian's archive (no registry needed), cached by its
 # recipe: the debootstrap root file system is tagged with a hash of its package list, the host
-# image with a hash of that and host.Dockerfile, so only a changed recipe builds anew.
+# image with a hash of that, host.Dockerfile and pyc/lab_pyc.py, so only a changed recipe builds anew.
 # Prints the image reference and tags it nimstack-lab-host:latest for tools that need a fixed name.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -12,7 +12,7 @@ packages=python3,systemd,systemd-sysv,openssh-server,sudo,iproute2,ca-certificat
 # of every layer and image archive built on it): each host makes its own at first boot.
 exclude='./etc/ssh/ssh_host_*'
 rootfs="$repo:rootfs-$(echo "$suite $packages $exclude" | sha256sum | cut -c1-12)"
-image="$repo:$( (echo "$rootfs"; cat "$here/host.Dockerfile") | sha256sum | cut -c1-12)"
+image="$repo:$( (echo "$rootfs"; cat "$here/host.Dockerfile" "$here/pyc/lab_pyc.py") | sha256sum | cut -c1-12)"
 
 if ! docker image inspect "$image" >/dev/null 2>&1; then
   work=$(mktemp -d /var/tmp/nimstack-lab-XXXXXX)
