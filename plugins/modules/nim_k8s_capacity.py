@@ -26,7 +26,9 @@ description:
   - "With a topology key (LWS exclusive topology) each LeaderWorkerSet group must fit inside one
     domain of that node label, one group per domain; the counts are reported per domain."
   - Each group is checked on its own; several groups that each fit may still compete for the same nodes.
-  - Reads only its arguments; contacts no cluster.
+  - With O(read_cluster), reads the scheduler's CRDs, the nodes and the pods that hold resources
+    from the cluster of the auth options, with one API client, and returns only its verdict; the
+    lists never reach a result or a log. Otherwise it reads only its arguments and contacts no cluster.
 author:
   - nimstack maintainers (@nimstack)
 options:
@@ -111,11 +113,29 @@ options:
         problems in RV(errors).
     type: bool
     default: true
+  read_cluster:
+    description:
+      - Read O(crds) (the CRDs of O(scheduler), by name), O(nodes) and O(pods) (those not Succeeded
+        or Failed, of every namespace) from the cluster, instead of taking them as arguments, which
+        must then be empty. The nodes and pods are read only when O(groups) is not empty.
+    type: bool
+    default: false
 extends_documentation_fragment:
-  - nimstack.multinode.attributes.compute
+  - kubernetes.core.k8s_auth_options
+  - nimstack.multinode.attributes.k8s_read
 '''
 
 EXAMPLES = r'''
+- name: Check, against the cluster of the default kubeconfig, that two nodes of 8 free GPUs exist
+  nimstack.multinode.nim_k8s_capacity:
+    read_cluster: true
+    groups:
+      - name: default
+        size: 2
+        gpus_per_rank: 8
+        namespace: nim
+        object_name: nim-default
+
 - name: Read the nodes
   kubernetes.core.k8s_info:
     kind: Node
@@ -176,45 +196,78 @@ groups:
       errors: []
 '''
 
+import copy
+
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
+from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
+from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
+from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
+from ansible_collections.kubernetes.core.plugins.module_utils.k8s.service import K8sService
 
 from ansible_collections.nimstack.multinode.plugins.module_utils.k8s_capacity import (
-    CapacityError, check_capacity, check_scheduler, items)
+    SCHEDULERS, CapacityError, check_capacity, check_scheduler, items)
+
+# Pods that have finished released their resources.
+HOLDING = ['status.phase!=Succeeded', 'status.phase!=Failed']
+
+
+def read_cluster(service, scheduler, groups):
+    """(crds, nodes, pods) as the API returns them: the CRDs of ``scheduler`` found by name, and,
+    when there are groups to place, the nodes and the pods that hold resources."""
+    crds = []
+    for name in SCHEDULERS.get(scheduler, SCHEDULERS['default'])[1]:
+        crds.extend(service.find('CustomResourceDefinition', 'apiextensions.k8s.io/v1', name=name)['resources'])
+    if not groups:
+        return crds, [], []
+    return (crds, service.find('Node', 'v1')['resources'],
+            service.find('Pod', 'v1', field_selectors=HOLDING)['resources'])
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            scheduler=dict(type='str', choices=['default', 'volcano', 'kai'], default='default'),
-            crds=dict(type='list', elements='raw', default=[]),
-            groups=dict(type='list', elements='dict', default=[], options=dict(
-                name=dict(type='str', required=True),
-                size=dict(type='int', required=True),
-                replicas=dict(type='int', default=1),
-                gpus_per_rank=dict(type='int', required=True),
-                node_selector=dict(type='dict', default={}),
-                tolerations=dict(type='list', elements='dict', default=[]),
-                topology_key=dict(type='str', default='', no_log=False),
-                namespace=dict(type='str', default=''),
-                object_name=dict(type='str', default=''),
-                lws_name=dict(type='str', default=''),
-            )),
-            nodes=dict(type='raw', default=[]),
-            pods=dict(type='raw', default=[]),
-            resource=dict(type='str', default='nvidia.com/gpu'),
-            fail_on_shortage=dict(type='bool', default=True),
-        ),
-        supports_check_mode=True,
+    argument_spec = copy.deepcopy(AUTH_ARG_SPEC)
+    argument_spec.update(
+        scheduler=dict(type='str', choices=['default', 'volcano', 'kai'], default='default'),
+        crds=dict(type='list', elements='raw', default=[]),
+        groups=dict(type='list', elements='dict', default=[], options=dict(
+            name=dict(type='str', required=True),
+            size=dict(type='int', required=True),
+            replicas=dict(type='int', default=1),
+            gpus_per_rank=dict(type='int', required=True),
+            node_selector=dict(type='dict', default={}),
+            tolerations=dict(type='list', elements='dict', default=[]),
+            topology_key=dict(type='str', default='', no_log=False),
+            namespace=dict(type='str', default=''),
+            object_name=dict(type='str', default=''),
+            lws_name=dict(type='str', default=''),
+        )),
+        nodes=dict(type='raw', default=[]),
+        pods=dict(type='raw', default=[]),
+        resource=dict(type='str', default='nvidia.com/gpu'),
+        fail_on_shortage=dict(type='bool', default=True),
+        read_cluster=dict(type='bool', default=False),
     )
+    module = AnsibleK8SModule(module_class=AnsibleModule, argument_spec=argument_spec, supports_check_mode=True)
+    params = module.params
+    crds, nodes, pods = params['crds'], params['nodes'], params['pods']
+    if params['read_cluster']:
+        if crds or nodes or pods:
+            module.fail_json(msg='read_cluster reads crds, nodes and pods from the cluster: give those or '
+                                 'read_cluster, not both')
+        try:
+            crds, nodes, pods = read_cluster(K8sService(get_api_client(module), module), params['scheduler'],
+                                             params['groups'])
+        except CoreException as exc:
+            module.fail_from_exception(exc)
     try:
-        errors = check_scheduler(module.params['scheduler'], module.params['crds'])
-        nodes = items(module.params['nodes'], 'Node')
-        pods = items(module.params['pods'], 'Pod')
-        reports, shortages = check_capacity(module.params['groups'], nodes, pods, module.params['resource'])
+        errors = check_scheduler(params['scheduler'], crds)
+        nodes = items(nodes, 'Node')
+        pods = items(pods, 'Pod')
+        reports, shortages = check_capacity(params['groups'], nodes, pods, params['resource'])
         errors.extend(shortages)
     except (CapacityError, TypeError, AttributeError) as exc:
         module.fail_json(msg='crds, nodes and pods must be in the shape the Kubernetes API returns: %s' % exc)
-    if errors and module.params['fail_on_shortage']:
+    if errors and params['fail_on_shortage']:
         module.fail_json(msg=' | '.join(errors), errors=errors, groups=reports)
     module.exit_json(changed=False, errors=errors, groups=reports)
 

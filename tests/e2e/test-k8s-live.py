@@ -189,7 +189,11 @@ class Play:
         if OWN:
             extra_vars.update(INSTALLED)  # LWS as the cluster has it
         extra_vars.update(extra or {})
+        # The cluster reaches the playbook only through the roles' kubeconfig variables: with no
+        # KUBECONFIG in its environment, on a machine without ~/.kube/config (the test cluster's), a
+        # task that ignored them fails.
         env = dict(os.environ, NGC_API_KEY=KEY, ANSIBLE_FORCE_COLOR='0', **TOOL_ENV)
+        del env['KUBECONFIG']
         cmd = ['ansible-playbook', '-i', inv, PLAYBOOK, '-e', json.dumps(extra_vars)] + list(args)
         start = time.monotonic()
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)

@@ -229,18 +229,31 @@ def _task_headers(output):
     return [line.split('TASK [', 1)[1].split(']', 1)[0] for line in output.splitlines() if line.startswith('TASK [')]
 
 
-@pytest.mark.parametrize('scheduler, first_probe', [
-    ('volcano', 'nimstack.multinode.nim_k8s : Look up the CRDs of the chosen scheduler'),
-    ('default', 'nimstack.multinode.nim_k8s : Read the nodes'),
-])
-def test_live_mode_reads_the_cluster_before_installing_or_applying_anything(workdir, scheduler, first_probe):
-    # No cluster here (KUBECONFIG names nothing): the play must stop at its first read of the
-    # cluster, in the preflight, before any component is installed or any object applied.
-    extra = {'nim_k8s_scheduler': scheduler, 'nim_k8s_exclusive_topology': RACK}
+# A kubeconfig of nim_k8s_kubeconfig's own, whose server refuses at once (port 9 of this machine).
+REFUSING_KUBECONFIG = {
+    'apiVersion': 'v1', 'kind': 'Config', 'current-context': 'refusing',
+    'clusters': [{'name': 'refusing', 'cluster': {'server': 'https://127.0.0.1:9', 'insecure-skip-tls-verify': True}}],
+    'users': [{'name': 'refusing', 'user': {'token': 'not-a-token'}}],
+    'contexts': [{'name': 'refusing', 'context': {'cluster': 'refusing', 'user': 'refusing'}}],
+}
+
+
+@pytest.mark.parametrize('scheduler', ['volcano', 'default'])
+def test_live_mode_reads_the_cluster_before_installing_or_applying_anything(workdir, scheduler):
+    # No cluster here: KUBECONFIG names nothing, nim_k8s_kubeconfig a server that refuses. The play
+    # must stop at its first read of the cluster, in the preflight (its first pass runs outside the
+    # role's main tasks), before any component is installed or any object applied, and that read
+    # must go to the cluster of nim_k8s_kubeconfig, not to KUBECONFIG's.
+    kubeconfig = os.path.join(workdir, 'kubeconfig-%s' % scheduler)
+    with open(kubeconfig, 'w', encoding='utf-8') as handle:
+        yaml.safe_dump(REFUSING_KUBECONFIG, handle)
+    extra = {'nim_k8s_scheduler': scheduler, 'nim_k8s_exclusive_topology': RACK, 'nim_k8s_kubeconfig': kubeconfig}
     run = run_render(workdir, 'live-%s' % scheduler, 'lws', extra, live=True)
     assert run.rc != 0
     tasks = _task_headers(run.output)
-    assert tasks[-1] == first_probe, tasks[-6:]
+    assert tasks[-1] == ('nimstack.multinode.nim_k8s : Check that the scheduler runs and every rank of each group '
+                         'can be placed at once'), tasks[-6:]
+    assert "port=9" in run.output and 'No configuration found' not in run.output, run.output[-3000:]
     assert not [task for task in tasks if task.startswith(('nimstack.multinode.lws', 'nimstack.multinode.volcano'))]
     assert not [task for task in tasks if 'Apply the objects' in task or 'Ensure each namespace' in task]
     assert 'Render-only: no cluster was contacted' not in run.output

@@ -58,3 +58,41 @@ def test_scheduler_only_without_groups():
     result, failed = run_module(nim_k8s_capacity.main, {'scheduler': 'kai', 'crds': crds})
     assert not failed
     assert result['errors'] == [] and result['groups'] == {}
+
+
+class FakeService:
+    """K8sService.find as kubernetes.core answers it: a named object that does not exist is no resource."""
+
+    def __init__(self, objects):
+        self.objects, self.calls = objects, []
+
+    def find(self, kind, api_version, name=None, field_selectors=None):
+        self.calls.append((kind, api_version, name, tuple(field_selectors or ())))
+        return {'resources': [o for o in self.objects
+                              if o['kind'] == kind and name in (None, o['metadata']['name'])], 'api_found': True}
+
+
+def test_reads_the_scheduler_crds_by_name_then_the_nodes_and_the_pods_that_hold_resources():
+    listing = kubectl_list(node('gpu-a'), pod('busy', 'gpu-a', gpus=8))['items']
+    crd = {'kind': 'CustomResourceDefinition', 'metadata': {'name': 'queues.scheduling.volcano.sh'}}
+    service = FakeService(listing + [crd])
+    crds, nodes, pods = nim_k8s_capacity.read_cluster(service, 'volcano', [group()])
+    assert crds == [crd]
+    assert [n['metadata']['name'] for n in nodes] == ['gpu-a'] and [p['metadata']['name'] for p in pods] == ['busy']
+    assert service.calls == [
+        ('CustomResourceDefinition', 'apiextensions.k8s.io/v1', 'podgroups.scheduling.volcano.sh', ()),
+        ('CustomResourceDefinition', 'apiextensions.k8s.io/v1', 'queues.scheduling.volcano.sh', ()),
+        ('Node', 'v1', None, ()),
+        ('Pod', 'v1', None, ('status.phase!=Succeeded', 'status.phase!=Failed'))]
+
+
+def test_reads_neither_crds_nor_nodes_where_nothing_needs_them():
+    service = FakeService([])
+    assert nim_k8s_capacity.read_cluster(service, 'default', []) == ([], [], [])
+    assert service.calls == []
+
+
+def test_read_cluster_refuses_lists_given_as_well():
+    result, failed = run_module(nim_k8s_capacity.main, {'read_cluster': True, 'groups': [group()], 'nodes': [node('gpu-a')]})
+    assert failed
+    assert result['msg'].startswith('read_cluster reads crds, nodes and pods from the cluster')
