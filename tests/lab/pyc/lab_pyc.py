@@ -10,6 +10,7 @@
 # without it runs the same modules, slower.
 import marshal
 import os
+import sys
 import zipimport
 
 _DIR = os.environ.get('LAB_PYC_DIR') or '/var/cache/lab-pyc'
@@ -22,12 +23,19 @@ def _renamed(code, filename):
 
 
 def _compile_cached(pathname, source):
+    # Imported here, not at every python3 start: only a module run compiles from a zip.
     import hashlib  # pylint: disable=import-outside-toplevel
+    from importlib.util import MAGIC_NUMBER  # pylint: disable=import-outside-toplevel
     inside = pathname.rpartition('.zip' + os.sep)[2]
-    path = os.path.join(_DIR, hashlib.sha256(inside.encode() + b'\0' + source).hexdigest())
+    # The interpreter's bytecode version and optimisation level are part of the key: two Pythons
+    # may share a cache directory, and neither may read the other's code.
+    key = b'\0'.join([MAGIC_NUMBER, str(sys.flags.optimize).encode(), inside.encode(), source])
+    path = os.path.join(_DIR, hashlib.sha256(key).hexdigest())
     try:
         with open(path, 'rb') as f:
-            return _renamed(marshal.load(f), pathname)
+            cached = marshal.load(f)
+        if isinstance(cached, type(_renamed.__code__)):
+            return _renamed(cached, pathname)
     except (OSError, EOFError, ValueError, TypeError):
         pass
     code = _compile(pathname, source)
