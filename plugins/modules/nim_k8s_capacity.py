@@ -216,7 +216,7 @@ def read_cluster(service, scheduler, groups):
     """(crds, nodes, pods) as the API returns them: the CRDs of ``scheduler`` found by name, and,
     when there are groups to place, the nodes and the pods that hold resources."""
     crds = []
-    for name in SCHEDULERS.get(scheduler, SCHEDULERS['default'])[1]:
+    for name in SCHEDULERS[scheduler][1]:
         crds.extend(service.find('CustomResourceDefinition', 'apiextensions.k8s.io/v1', name=name)['resources'])
     if not groups:
         return crds, [], []

@@ -1,13 +1,13 @@
 # A bytecode cache for Ansible's module runs in the test suite. Ansible sends each module as a zip
 # of its source (AnsiballZ), and Python's zipimport compiles every file of it at every run, reading
 # and writing no bytecode: on Debian 12's python3.11, 0.12 of the 0.41 CPU-s of a `stat` run on a
-# lab host, and about 0.25 of a Kubernetes module's run on the controller. Here each compiled file
-# is kept by the hash of its path inside the zip and its source, so each file is compiled once:
-# the same source gives the same code; only its file name is set again to the zip it came from
-# (tracebacks name the file that ran). Loaded at every python3 start on a lab host (lab-pyc.pth,
-# host.Dockerfile) and, as sitecustomize, by the lab streams' controller processes (test-labs.sh);
-# LAB_PYC_DIR says where the cache is. Tests only: the collection never installs it, and python
-# without it runs the same modules, slower.
+# lab host, and about 0.2 of a Kubernetes module's run on the controller. Here each compiled file
+# is kept by the hash of the interpreter's bytecode version, its path inside the zip and its
+# source, so each file is compiled once: the same source gives the same code; only its file name
+# is set again to the zip it came from (tracebacks name the file that ran). Loaded at every python3
+# start on a lab host (lab-pyc.pth, host.Dockerfile) and, as sitecustomize, by the lab streams'
+# controller processes (test-labs.sh); LAB_PYC_DIR says where the cache is. Tests only: the
+# collection never installs it, and python without it runs the same modules, slower.
 import marshal
 import os
 import sys
@@ -18,8 +18,11 @@ _compile = zipimport._compile_source  # pylint: disable=protected-access
 
 
 def _renamed(code, filename):
-    consts = tuple(_renamed(c, filename) if isinstance(c, type(code)) else c for c in code.co_consts)
+    consts = tuple(_renamed(c, filename) if isinstance(c, _CODE) else c for c in code.co_consts)
     return code.replace(co_filename=filename, co_consts=consts)
+
+
+_CODE = type(_renamed.__code__)  # types.CodeType, without importing types at every python3 start
 
 
 def _compile_cached(pathname, source):
@@ -34,7 +37,7 @@ def _compile_cached(pathname, source):
     try:
         with open(path, 'rb') as f:
             cached = marshal.load(f)
-        if isinstance(cached, type(_renamed.__code__)):
+        if isinstance(cached, _CODE):
             return _renamed(cached, pathname)
     except (OSError, EOFError, ValueError, TypeError):
         pass
