@@ -72,9 +72,10 @@ molecule: deps
 # configured and converged on the lab's hosts by every lab test, a site's engine kept on the lab
 # test's brownfield host, the swap in docker/engines) and ssh_mesh's default (the mesh the Docker
 # path test's mpi group runs over across three hosts; the security test checks that the key
-# reaches members only).
+# reaches members only) and rdma's default (a host without RDMA reported, its userspace, memlock
+# and no module list, and rdma_required refusing it: the lab test, on its three hosts).
 MOLECULE_NVIDIA := nvidia_driver nvidia_container_toolkit
-MOLECULE_NOT_IN_TEST := nvidia_driver/families nvidia_container_toolkit/families docker/default ssh_mesh/default
+MOLECULE_NOT_IN_TEST := nvidia_driver/families nvidia_container_toolkit/families docker/default ssh_mesh/default rdma/default
 molecule-nvidia: deps
 	MOLECULE_SKIP="$(MOLECULE_NOT_IN_TEST)" tests/e2e/test-molecule.sh $(MOLECULE_NVIDIA)
 

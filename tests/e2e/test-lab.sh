@@ -13,7 +13,9 @@
 #      host, and changes nothing: package lists, file checksums (/etc, /usr/local, /opt), container
 #      IDs and states, and the engine's start time are the same before and after;
 #   3. playbooks/prepare_hosts.yml converges it; both NVIDIA roles report the skip of every host
-#      (none has a GPU) and leave no package or file; the brownfield host keeps docker-ce and its
+#      (none has a GPU) and leave no package or file; rdma reports that no host has RDMA, installs
+#      the userspace, sets memlock unlimited and lists no module, and refuses a host the inventory
+#      requires RDMA of (rdma_required), naming it; the brownfield host keeps docker-ce and its
 #      container (same ID, running); the deployment key's files are the secrets group's and no log
 #      holds a line of them;
 #   4. no packet left a host for outside the lab network from the dry run on (the cut counts them);
@@ -273,6 +275,33 @@ for i in $(seq 1 "$hosts"); do
   [[ -z $found ]] || fail "$prefix-$i: the NVIDIA roles left $(tr '\n' ' ' <<<"$found")"
 done
 echo "   $hosts hosts: both roles reported the skip; no NVIDIA package, repository, key, blacklist, CDI spec or runtime"
+
+# Nor any RDMA hardware: the rdma role must say so per host, install the userspace, set locked
+# memory unlimited and load and list no kernel module; a host the inventory requires RDMA of is
+# refused, naming rdma_required and what to set (make molecule's rdma/default checks the same on a
+# host of its own).
+if [[ ",$skip_tags," != *,rdma,* ]]; then
+  step "hosts without RDMA: the rdma role says so, installs the userspace, lists no module; rdma_required refuses them"
+  for i in $(seq 1 "$hosts"); do
+    log_says "$logs/prepare-1.log" "$prefix-$i: no RDMA devices" \
+      || fail "$logs/prepare-1.log: rdma does not report that $prefix-$i has no RDMA devices"
+    # shellcheck disable=SC2016  # the single-quoted script runs in sh on the host
+    state=$(docker exec "$prefix-$i" sh -c '
+      dpkg-query -W -f="\${db:Status-Abbrev}\n" rdma-core perftest infiniband-diags 2>/dev/null | grep -c "^ii"
+      grep -cE "^(\*|root) +(soft|hard) +memlock +unlimited$" /etc/security/limits.d/90-nimstack-rdma.conf
+      ls /etc/modules-load.d/nimstack-rdma.conf 2>/dev/null | wc -l' | tr '\n' ' ')
+    [[ $state == "3 4 0 " ]] || fail "$prefix-$i: RDMA packages installed, memlock lines, module lists: $state, not 3 4 0"
+  done
+  if playbook "$logs/rdma-required.log" --tags rdma --limit "$prefix-1" -e rdma_required=true; then
+    fail "a host without RDMA was accepted with rdma_required=true"
+  fi
+  for said in "rdma_required is true for $prefix-1, but it has no RDMA devices" "set rdma_required: false for this host"; do
+    log_says "$logs/rdma-required.log" "$said" \
+      || { tail -20 "$logs/rdma-required.log"; fail "the refusal does not say: $said"; }
+  done
+  (($(recap changed "$logs/rdma-required.log") == 0)) || fail "the refused rdma_required run changed a host"
+  echo "   $hosts hosts: no RDMA reported, rdma-core, perftest and infiniband-diags installed, memlock unlimited, no module list; rdma_required refused $prefix-1"
+fi
 
 step "the brownfield host keeps its engine and its container"
 engines=$(docker exec "$brown" dpkg-query -W -f='${Package} ${db:Status-Abbrev}\n' docker-ce docker.io 2>/dev/null \
