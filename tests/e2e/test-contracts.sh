@@ -10,8 +10,8 @@
 #      a second container), the run saying why; a worker killed after the
 #      rollout: the next run restarts the group as a whole, says so, and it serves again (a
 #      re-run of a ray group is test-security.sh's);
-#   3. leader_address, switched to from the running ray group: serving, its re-run changes
-#      nothing (the recovery after a kill does not depend on the contract: proven under ray);
+#   3. leader_address, switched to from the running ray group by deploy_docker.yml (the hosts'
+#      preparation has nothing to change): serving, its re-run changes nothing (the recovery after a kill does not depend on the contract: proven under ray);
 #   4. the registry path (the lab's registry, TLS and basic auth as nvcr.io): a wrong key fails
 #      before any container changes, naming nim_ngc_api_key; on nodes without the image, a pull
 #      whose connection drops half way (tests/lab/cutting_proxy.py) is resumed by the engine
@@ -98,15 +98,16 @@ mixed_run_checks() {
   echo "   the Kubernetes group rendered ($(cd "$render" && find . -type f | wc -l) files), its hosts never contacted"
 }
 
-# Deploy under one contract and check it serves as that contract; then either (`rerun`) re-run
-# its deployment, which changes nothing, or (`recover`) kill a worker and let the next run recover
-# the group. Neither depends on much more than the contract's objects: the recovery is proven
-# under ray here and under mpi by test-docker-path.sh, the re-run under leader_address here and
-# under mpi and ray by test-security.sh (a group of each, deploy_docker.yml run again).
+# Deploy under one contract by playbook $4 and check it serves as that contract; then either
+# (`rerun`) re-run its deployment, which changes nothing, or (`recover`) kill a worker and let the
+# next run recover the group. Neither depends on much more than the contract's objects: the
+# recovery is proven under ray here and under mpi by test-docker-path.sh, the re-run under
+# leader_address here and under mpi and ray by test-security.sh (a group of each,
+# deploy_docker.yml run again).
 contract_round() {
-  local contract=$1 expect_cmd=$2 then=$3 w=${workers[0]}
-  step "$contract: site.yml (switching from what runs)"
-  play_ok "$logs/site-$contract.log" -e "nim_launch_contract=$contract"
+  local contract=$1 expect_cmd=$2 then=$3 book=$4 w=${workers[0]}
+  step "$contract: $(basename "$book") (switching from what runs)"
+  PLAYBOOK=$book play_ok "$logs/site-$contract.log" -e "nim_launch_contract=$contract"
   log_says "$logs/site-$contract.log" "launch contract $contract: nim_launch_contract=$contract is set explicitly" \
     || fail "site.yml did not report the contract decision"
   [[ $contract != ray || -n ${ray_done:-} ]] || { mixed_run_checks "$logs/site-$contract.log"; ray_done=1; }
@@ -158,7 +159,7 @@ render=$repo/$logs/k8s-render
 rm -rf "$render"
 play_args+=(-i inventories/lab-mixed -e "nim_k8s_render_dir=$render" -e nim_k8s_backend=lws
             -e nim_k8s_install_components=false)
-contract_round ray '"nim-serve-ray","--head"' recover
+contract_round ray '"nim-serve-ray","--head"' recover playbooks/site.yml
 # The ray round switched the group from the mpi that test-docker-path.sh left (or a fresh lab's):
 # nothing of mpi is left (no_mpi_leftovers above), the run said why, one container per host.
 log_says "$logs/site-ray.log" "gets no SSH mesh" || fail "site.yml did not say the ray group gets no SSH mesh"
@@ -166,7 +167,9 @@ for h in "$leader" "${workers[@]}"; do
   n=$(nim_containers "$h")
   ((n == 1)) || fail "$h: $n NIM containers, not 1, after the switch to ray"
 done
-contract_round leader_address '"/opt/nim/start_server.sh"' rerun
+# From ray to leader_address the hosts' preparation has nothing to change (neither contract has an
+# SSH mesh): the switch is the deployment's alone.
+contract_round leader_address '"/opt/nim/start_server.sh"' rerun playbooks/deploy_docker.yml
 
 step "the registry path: a wrong key fails before any container changes, naming nim_ngc_api_key"
 registry=$(tests/lab/registry.sh up)
