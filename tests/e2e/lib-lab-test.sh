@@ -48,10 +48,6 @@ play_ok() {
   play "$@" || { tail -40 "$log"; fail "$(basename "$log") failed (see $log)"; }
 }
 
-# The YAML callback folds long messages at places that depend on the names' lengths.
-log_says() { tr -s ' \n' '  ' <"$1" | grep -q -- "$2"; }
-# How many times the log says it (the same reading).
-log_count() { tr -s ' \n' '  ' <"$1" | grep -o -- "$2" | wc -l; }
 
 on() { local host=$1; shift; docker exec "$host" "$@"; }
 # Whether /v1/health/ready answers 200 on a leader: $1 (default the lab's leader), within $2 s (3).

@@ -7,3 +7,9 @@ recap() {
     on && / : ok=/ { for (i = 1; i <= NF; i++) if ($i ~ "^" key "=") { split($i, kv, "="); n += kv[2] } }
     END { print n + 0 }' "$2"
 }
+
+# log_says LOG TEXT: whether the log says it. The YAML callback folds long messages at places that
+# depend on the names' lengths, so runs of spaces and line breaks read as one space.
+log_says() { tr -s ' \n' '  ' <"$1" | grep -q -- "$2"; }
+# log_count LOG TEXT: how many times the log says it (the same reading).
+log_count() { tr -s ' \n' '  ' <"$1" | grep -o -- "$2" | wc -l; }

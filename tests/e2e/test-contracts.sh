@@ -11,7 +11,8 @@
 #      rollout: the next run restarts the group as a whole, says so, and it serves again (a
 #      re-run of a ray group is test-security.sh's);
 #   3. leader_address, switched to from the running ray group by deploy_docker.yml (the hosts'
-#      preparation has nothing to change): serving, its re-run changes nothing (the recovery after a kill does not depend on the contract: proven under ray);
+#      preparation has nothing to change): serving, its re-run changes nothing (the recovery
+#      after a kill does not depend on the contract: proven under ray);
 #   4. the registry path (the lab's registry, TLS and basic auth as nvcr.io): a wrong key fails
 #      before any container changes, naming nim_ngc_api_key; on nodes without the image, a pull
 #      whose connection drops half way (tests/lab/cutting_proxy.py) is resumed by the engine
@@ -109,7 +110,7 @@ contract_round() {
   step "$contract: $(basename "$book") (switching from what runs)"
   PLAYBOOK=$book play_ok "$logs/site-$contract.log" -e "nim_launch_contract=$contract"
   log_says "$logs/site-$contract.log" "launch contract $contract: nim_launch_contract=$contract is set explicitly" \
-    || fail "site.yml did not report the contract decision"
+    || fail "$(basename "$book") did not report the contract decision"
   [[ $contract != ray || -n ${ray_done:-} ]] || { mixed_run_checks "$logs/site-$contract.log"; ray_done=1; }
   serves "$logs/smoke-$contract.json" || { cat "$logs/smoke-$contract.json"; fail "not serving under $contract"; }
   echo "   $(cut -c1-170 "$logs/smoke-$contract.json")"

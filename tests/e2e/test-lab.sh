@@ -150,7 +150,7 @@ dry_run() {
   local recaps
   recaps=$(grep -c "^$prefix-[0-9]* *: ok=" "$log" || true)
   ((recaps == hosts)) || fail "the recap of $log names $recaps of $hosts hosts"
-  tr -s ' \n' '  ' <"$log" | grep -q "docker on $brown: docker-ce 28.1.1 is installed: adopted" \
+  log_says "$log" "docker on $brown: docker-ce 28.1.1 is installed: adopted" \
     || fail "$log does not report the adopted docker-ce of $brown"
   echo "   $(wc -l <"$logs/snapshot-$name-before.txt") lines of packages, checksums, containers and engine start times: unchanged"
 }
@@ -235,17 +235,17 @@ PY
     fail "a run with $gone missing from the bundle passed (see $logs/bundle-partial.log)"
   fi
   docker exec "$prefix-1" rm -rf "$fake"
-  tr -s ' \n' '  ' <"$logs/bundle-partial.log" | grep -q "lists apt/debian-12/pool/$gone (docker.io) but does not serve it" \
+  log_says "$logs/bundle-partial.log" "lists apt/debian-12/pool/$gone (docker.io) but does not serve it" \
     || fail "$logs/bundle-partial.log does not name apt/debian-12/pool/$gone"
-  tr -s ' \n' '  ' <"$logs/bundle-partial.log" | grep -q "no package nvidia-open=580.\* for debian-12, which role nvidia_driver installs" \
+  log_says "$logs/bundle-partial.log" "no package nvidia-open=580.\* for debian-12, which role nvidia_driver installs" \
     || fail "$logs/bundle-partial.log does not name nvidia-open, which the GPU host $prefix-1 needs"
   # The bundle holds the headers of Debian's current kernel; the lab's hosts run this machine's.
   kernel=$(docker exec "$prefix-1" uname -r)
   if ! grep -q "\"name\": \"linux-headers-$kernel\"" "$partial/manifest.json"; then
-    tr -s ' \n' '  ' <"$logs/bundle-partial.log" | grep -q "no package linux-headers-$kernel for debian-12" \
+    log_says "$logs/bundle-partial.log" "no package linux-headers-$kernel for debian-12" \
       || fail "$logs/bundle-partial.log does not name the headers of the kernel $kernel that $prefix-1 runs"
   fi
-  tr -s ' \n' '  ' <"$logs/bundle-partial.log" | grep -q "the bundle has no model cache for nimstack-lab/nim-standin:$standin_tag with no nim_model_profile (models/$model)" \
+  log_says "$logs/bundle-partial.log" "the bundle has no model cache for nimstack-lab/nim-standin:$standin_tag with no nim_model_profile (models/$model)" \
     || fail "$logs/bundle-partial.log does not name the model cache models/$model"
   changed=$(recap changed "$logs/bundle-partial.log")
   [[ $changed == 0 ]] || fail "the refused run changed $changed"
@@ -264,7 +264,7 @@ playbook "$logs/prepare-1.log" || fail "first run (see $logs/prepare-1.log)"
 step "hosts without a GPU: the NVIDIA roles report the skip, install and write nothing"
 for i in $(seq 1 "$hosts"); do
   for role in nvidia_driver nvidia_container_toolkit; do
-    tr -s ' \n' '  ' <"$logs/prepare-1.log" | grep -q "$role: skipping $prefix-$i: no NVIDIA GPU found" \
+    log_says "$logs/prepare-1.log" "$role: skipping $prefix-$i: no NVIDIA GPU found" \
       || fail "$logs/prepare-1.log: $role does not report the skip of $prefix-$i"
   done
   found=$(docker exec "$prefix-$i" sh -c '
@@ -283,7 +283,7 @@ echo "   $hosts hosts: both roles reported the skip; no NVIDIA package, reposito
 if [[ ",$skip_tags," != *,rdma,* ]]; then
   step "hosts without RDMA: the rdma role says so, installs the userspace, lists no module; rdma_required refuses them"
   for i in $(seq 1 "$hosts"); do
-    tr -s ' \n' '  ' <"$logs/prepare-1.log" | grep -q "$prefix-$i: no RDMA devices" \
+    log_says "$logs/prepare-1.log" "$prefix-$i: no RDMA devices" \
       || fail "$logs/prepare-1.log: rdma does not report that $prefix-$i has no RDMA devices"
     # shellcheck disable=SC2016  # the single-quoted script runs in sh on the host
     state=$(docker exec "$prefix-$i" sh -c '
@@ -296,7 +296,7 @@ if [[ ",$skip_tags," != *,rdma,* ]]; then
     fail "a host without RDMA was accepted with rdma_required=true"
   fi
   for said in "rdma_required is true for $prefix-1, but it has no RDMA devices" "set rdma_required: false for this host"; do
-    tr -s ' \n' '  ' <"$logs/rdma-required.log" | grep -q -- "$said" \
+    log_says "$logs/rdma-required.log" "$said" \
       || { tail -20 "$logs/rdma-required.log"; fail "the refusal does not say: $said"; }
   done
   (($(recap changed "$logs/rdma-required.log") == 0)) || fail "the refused rdma_required run changed a host"
