@@ -79,6 +79,23 @@ machine_cpu() {
   awk -v hz="$hz" '/^cpu /{ printf "%.0f", ($2 + $3 + $4 + $7 + $8 + $9) / hz }' /proc/stat
 }
 
+# How fast this machine does Ansible's kind of work, before the streams load it: the floor play
+# (benchmarks/floor.yml: facts and one module, the least any playbook costs) on the machine itself,
+# five times, the median of its CPU-s (user + system, the playbook and its workers). Work that ran
+# 1.6x longer on the same code from one day to the next (docs/testing.md) reads the same here as a
+# multiple of the floor, so a run's figures say whether the suite or the machine moved.
+floor_cpu() {
+  local inventory=build/test-labs/floor-inventory.yml c0 c1 ticks=()
+  printf 'nim_nodes:\n  hosts:\n    localhost:\n      ansible_connection: local\n' >"$inventory"
+  for _ in 1 2 3 4 5; do
+    children_ticks c0
+    PYTHONPATH='' LAB_PYC_DIR='' ANSIBLE_CACHE_PLUGIN=memory "${VENV:-.venv}/bin/ansible-playbook" -i "$inventory" benchmarks/floor.yml >/dev/null
+    children_ticks c1
+    ticks+=($((c1 - c0)))
+  done
+  printf '%s\n' "${ticks[@]}" | sort -n | awk -v hz="$hz" 'NR == 3 { printf "%.2f", $1 / hz }'
+}
+
 stream() {
   local name=$1 target t c0 c1; shift
   for target in "$@"; do
@@ -96,6 +113,8 @@ stream() {
 }
 
 rm -f build/test-labs/*.failed build/test-labs/*.log
+floor=$(floor_cpu)
+echo "test-labs.sh: the floor play took $floor CPU-s on this machine (the median of 5)"
 start=$SECONDS busy=$(machine_cpu)
 (stream a "${stream_a[@]}" 2>&1 | sed -u 's/^/[a] /' | tee build/test-labs/a.log) &
 a=$!
@@ -109,7 +128,9 @@ wait "$a" || true
 wait "$b" || true
 wait "$c" || true
 wait "$d" || true
-echo "test-labs.sh: the machine was busy $(($(machine_cpu) - busy)) CPU-s in $((SECONDS - start)) s on $(nproc) cores"
+busy=$(($(machine_cpu) - busy))
+echo "test-labs.sh: the machine was busy $busy CPU-s in $((SECONDS - start)) s on $(nproc) cores:" \
+  "$(awk -v busy="$busy" -v floor="$floor" 'BEGIN { printf "%.0f", busy / floor }') floor plays"
 
 failed=$(cat build/test-labs/*.failed 2>/dev/null || true)
 if [[ -n "$failed" ]]; then
