@@ -30,7 +30,8 @@
 #
 # Each step's line gives its wall time and the CPU its processes on this machine used (the
 # playbooks and their workers, molecule, pytest; not the module runs inside the lab hosts), and
-# the end gives the whole machine's busy CPU over the streams: the figures to balance and cut by.
+# the end gives the whole machine's busy CPU over the streams, also as a multiple of the floor
+# play timed in the same run (floor_once below): the figures to balance and cut by.
 # A stream stops at its first failing step; the others go on. Exits non-zero when any step
 # failed, naming it.
 #
@@ -79,21 +80,44 @@ machine_cpu() {
   awk -v hz="$hz" '/^cpu /{ printf "%.0f", ($2 + $3 + $4 + $7 + $8 + $9) / hz }' /proc/stat
 }
 
-# How fast this machine does Ansible's kind of work, before the streams load it: the floor play
-# (benchmarks/floor.yml: facts and one module, the least any playbook costs) on the machine itself,
-# five times, the median of its CPU-s (user + system, the playbook and its workers). Work that ran
-# 1.6x longer on the same code from one day to the next (docs/testing.md) reads the same here as a
-# multiple of the floor, so a run's figures say whether the suite or the machine moved.
-floor_cpu() {
-  local inventory=build/test-labs/floor-inventory.yml c0 c1 ticks=()
-  printf 'nim_nodes:\n  hosts:\n    localhost:\n      ansible_connection: local\n' >"$inventory"
-  for _ in 1 2 3 4 5; do
-    children_ticks c0
-    PYTHONPATH='' LAB_PYC_DIR='' ANSIBLE_CACHE_PLUGIN=memory "${VENV:-.venv}/bin/ansible-playbook" -i "$inventory" benchmarks/floor.yml >/dev/null
-    children_ticks c1
-    ticks+=($((c1 - c0)))
+# How fast this machine does Ansible's kind of work: the floor play (benchmarks/floor.yml: facts and
+# one module, the least any playbook costs) on the machine itself, its CPU-s (user + system, the
+# playbook and its workers) written to build/test-labs/floor.ticks, once per call. The same run
+# ranges 3.0-4.0 CPU-s on an idle machine from one minute to the next, so it runs three times
+# before the streams and then every 5 minutes beside them (under the load the
+# streams see), and the median of them all is the unit: work that took 1.6x longer on the same
+# code from one day to the next (docs/testing.md) reads the same as a multiple of it, so a run's
+# figures say whether the suite or the machine moved.
+floor_once() {
+  local c0 c1
+  children_ticks c0
+  # A failed play costs less than the floor: it counts for nothing, and says so.
+  if ! env -u PYTHONPATH -u LAB_PYC_DIR ANSIBLE_CACHE_PLUGIN=memory "${VENV:-.venv}/bin/ansible-playbook" \
+      -i build/test-labs/floor-inventory.yml benchmarks/floor.yml >build/test-labs/floor.log 2>&1; then
+    echo "test-labs.sh: the floor play failed (build/test-labs/floor.log); it counts for nothing" >&2
+    return 0
+  fi
+  children_ticks c1
+  echo $((c1 - c0)) >>build/test-labs/floor.ticks
+}
+
+# Beside the streams until TERM, which ends the wait at once (a run under way finishes first).
+floor_sampler() {
+  local pause
+  trap 'kill "$pause" 2>/dev/null; exit 0' TERM
+  while :; do
+    sleep "${NIMSTACK_FLOOR_INTERVAL:-300}" &
+    pause=$!
+    wait "$pause"
+    floor_once
   done
-  printf '%s\n' "${ticks[@]}" | sort -n | awk -v hz="$hz" 'NR == 3 { printf "%.2f", $1 / hz }'
+}
+
+# The median of the runs so far, in CPU-s, and how many.
+floor_median() {
+  touch build/test-labs/floor.ticks
+  sort -n build/test-labs/floor.ticks | awk -v hz="$hz" '{ t[NR] = $1 }
+    END { printf "%.2f CPU-s (the median of %d runs)", NR ? (t[int((NR + 1) / 2)] + t[int(NR / 2) + 1]) / 2 / hz : 0, NR }'
 }
 
 stream() {
@@ -112,9 +136,14 @@ stream() {
   done
 }
 
-rm -f build/test-labs/*.failed build/test-labs/*.log
-floor=$(floor_cpu)
-echo "test-labs.sh: the floor play took $floor CPU-s on this machine (the median of 5)"
+rm -f build/test-labs/*.failed build/test-labs/*.log build/test-labs/floor.ticks
+# The controller's own Python runs the module: what interpreter discovery finds first on a
+# machine (a version manager's shim, say) may not run at all.
+printf 'nim_nodes:\n  hosts:\n    localhost:\n      ansible_connection: local\n      ansible_python_interpreter: "{{ ansible_playbook_python }}"\n' >build/test-labs/floor-inventory.yml
+for _ in 1 2 3; do floor_once; done
+echo "test-labs.sh: the floor play took $(floor_median) on this machine before the streams"
+floor_sampler &
+sampler=$!
 start=$SECONDS busy=$(machine_cpu)
 (stream a "${stream_a[@]}" 2>&1 | sed -u 's/^/[a] /' | tee build/test-labs/a.log) &
 a=$!
@@ -129,8 +158,11 @@ wait "$b" || true
 wait "$c" || true
 wait "$d" || true
 busy=$(($(machine_cpu) - busy))
-echo "test-labs.sh: the machine was busy $busy CPU-s in $((SECONDS - start)) s on $(nproc) cores:" \
-  "$(awk -v busy="$busy" -v floor="$floor" 'BEGIN { printf "%.0f", busy / floor }') floor plays"
+kill "$sampler" 2>/dev/null || true
+wait "$sampler" || true
+floor=$(floor_median)
+echo "test-labs.sh: the machine was busy $busy CPU-s in $((SECONDS - start)) s on $(nproc) cores;" \
+  "the floor play took $floor: $(awk -v busy="$busy" -v floor="${floor%% *}" 'BEGIN { if (floor > 0) printf "%.0f", busy / floor; else printf "no" }') floor plays"
 
 failed=$(cat build/test-labs/*.failed 2>/dev/null || true)
 if [[ -n "$failed" ]]; then
