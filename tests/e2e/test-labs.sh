@@ -84,10 +84,10 @@ machine_cpu() {
 # one module, the least any playbook costs) on the machine itself, its CPU-s (user + system, the
 # playbook and its workers) written to build/test-labs/floor.ticks, once per call. The same run
 # ranges 3.0-4.0 CPU-s on an idle machine from one minute to the next, so it runs three times
-# before the streams and then every 5 minutes beside them (under the load the
-# streams see), and the median of them all is the unit: work that took 1.6x longer on the same
-# code from one day to the next (docs/testing.md) reads the same as a multiple of it, so a run's
-# figures say whether the suite or the machine moved.
+# before the streams and then every 5 minutes beside them (under the load the streams see), and
+# the median of them all is the unit: work that took 1.6x longer on the same code from one day to
+# the next (docs/testing.md) reads the same as a multiple of it, so a run's figures say whether
+# the suite or the machine moved.
 floor_once() {
   local c0 c1
   children_ticks c0
