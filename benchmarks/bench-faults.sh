@@ -291,7 +291,7 @@ ranks_untouched() {
 }
 # What the run of log $1 failed with: the download's failure or the doctor's (300 characters).
 run_said() {
-  tr -s ' \n' '  ' <"$logs/$1.log" \
+  log_folded "$logs/$1.log" \
     | grep -o -e "the model download (container [^)]*) [^\"]*last lines: [^\"]*" -e "doctor: [0-9]* check(s) failed: [^\"']*" \
     | head -1 | sed 's/ The container is kept.*//' | cut -c1-300 || true
 }

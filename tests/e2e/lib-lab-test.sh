@@ -48,7 +48,6 @@ play_ok() {
   play "$@" || { tail -40 "$log"; fail "$(basename "$log") failed (see $log)"; }
 }
 
-
 on() { local host=$1; shift; docker exec "$host" "$@"; }
 # Whether /v1/health/ready answers 200 on a leader: $1 (default the lab's leader), within $2 s (3).
 # shellcheck disable=SC2120  # both arguments are optional

@@ -8,8 +8,10 @@ recap() {
     END { print n + 0 }' "$2"
 }
 
-# log_says LOG TEXT: whether the log says it. The YAML callback folds long messages at places that
-# depend on the names' lengths, so runs of spaces and line breaks read as one space.
-log_says() { tr -s ' \n' '  ' <"$1" | grep -q -- "$2"; }
-# log_count LOG TEXT: how many times the log says it (the same reading).
-log_count() { tr -s ' \n' '  ' <"$1" | grep -o -- "$2" | wc -l; }
+# log_folded LOG: the log as one line. The YAML callback folds long messages at places that depend
+# on the names' lengths, so runs of spaces and line breaks read as one space.
+log_folded() { tr -s ' \n' '  ' <"$1"; }
+# log_says LOG TEXT: whether the log says it (folded).
+log_says() { log_folded "$1" | grep -q -- "$2"; }
+# log_count LOG TEXT: how many times the log says it (folded).
+log_count() { log_folded "$1" | grep -o -- "$2" | wc -l; }

@@ -135,7 +135,7 @@ contract_round() {
     || fail "the recovering run under $contract did not say it restarted the group naming $w"
   serves "$logs/recovered-$contract.json" || fail "not serving after the recovering run under $contract"
   echo "   serving again $((SECONDS - t)) s after the kill; the run said:" \
-    "$(tr -s ' \n' '  ' <"$logs/recover-$contract.log" | grep -o "restarting the whole group[^\"]*" | head -1 | cut -c1-220)"
+    "$(log_folded "$logs/recover-$contract.log" | grep -o "restarting the whole group[^\"]*" | head -1 | cut -c1-220)"
 }
 
 trap '[[ -n "${LAB_KEEP:-}" ]] || lab_down >/dev/null 2>&1 || true' EXIT
@@ -196,7 +196,7 @@ log_says "$logs/registry-wrong-key.log" "the key in nim_ngc_api_key (nim_docker_
 ! grep -q "$wrong_key" "$logs/registry-wrong-key.log" || fail "the key is in the log"
 ids_after=$(for h in "$leader" "${workers[@]}"; do on "$h" docker ps -q --filter label=nimstack.managed=true; done)
 [[ "$ids_before" == "$ids_after" ]] || fail "a container changed although the login failed"
-echo "   refused, no container changed: $(tr -s ' \n' '  ' <"$logs/registry-wrong-key.log" | grep -o "refused the login of user[^:]*: the key in nim_ngc_api_key[^;]*" | head -1)"
+echo "   refused, no container changed: $(log_folded "$logs/registry-wrong-key.log" | grep -o "refused the login of user[^:]*: the key in nim_ngc_api_key[^;]*" | head -1)"
 
 step "the registry path: a pull cut half way is resumed, then tried again once the engine gives up"
 # Nodes without the image: the group's containers and the stand-in image go, as on new nodes.

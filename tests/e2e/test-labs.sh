@@ -83,7 +83,7 @@ machine_cpu() {
 # How fast this machine does Ansible's kind of work: the floor play (benchmarks/floor.yml: facts and
 # one module, the least any playbook costs) on the machine itself, its CPU-s (user + system, the
 # playbook and its workers) written to build/test-labs/floor.ticks, once per call. The same run
-# ranges 3.0-4.0 CPU-s on an idle machine from one minute to the next, so it runs three times
+# ranged 2.5-4.0 CPU-s on an idle machine within an hour, so it runs three times
 # before the streams and then every 5 minutes beside them (under the load the streams see), and
 # the median of them all is the unit: work that took 1.6x longer on the same code from one day to
 # the next (docs/testing.md) reads the same as a multiple of it, so a run's figures say whether
@@ -113,11 +113,14 @@ floor_sampler() {
   done
 }
 
-# The median of the runs so far, in CPU-s, and how many.
-floor_median() {
+# The median of the runs so far, in CPU-s, and how many; given the busy CPU-s of the streams, also
+# what they come to in floor plays.
+floor_summary() {
   touch build/test-labs/floor.ticks
-  sort -n build/test-labs/floor.ticks | awk -v hz="$hz" '{ t[NR] = $1 }
-    END { printf "%.2f CPU-s (the median of %d runs)", NR ? (t[int((NR + 1) / 2)] + t[int(NR / 2) + 1]) / 2 / hz : 0, NR }'
+  sort -n build/test-labs/floor.ticks | awk -v hz="$hz" -v busy="${1:-}" '{ t[NR] = $1 }
+    END { floor = NR ? (t[int((NR + 1) / 2)] + t[int(NR / 2) + 1]) / 2 / hz : 0
+          printf "the floor play took %.2f CPU-s (the median of %d runs)", floor, NR
+          if (busy != "") { if (floor > 0) printf ": %.0f floor plays", busy / floor; else printf ": no floor plays" } }'
 }
 
 stream() {
@@ -141,7 +144,7 @@ rm -f build/test-labs/*.failed build/test-labs/*.log build/test-labs/floor.ticks
 # machine (a version manager's shim, say) may not run at all.
 printf 'nim_nodes:\n  hosts:\n    localhost:\n      ansible_connection: local\n      ansible_python_interpreter: "{{ ansible_playbook_python }}"\n' >build/test-labs/floor-inventory.yml
 for _ in 1 2 3; do floor_once; done
-echo "test-labs.sh: the floor play took $(floor_median) on this machine before the streams"
+echo "test-labs.sh: $(floor_summary) on this machine before the streams"
 floor_sampler &
 sampler=$!
 start=$SECONDS busy=$(machine_cpu)
@@ -160,9 +163,7 @@ wait "$d" || true
 busy=$(($(machine_cpu) - busy))
 kill "$sampler" 2>/dev/null || true
 wait "$sampler" || true
-floor=$(floor_median)
-echo "test-labs.sh: the machine was busy $busy CPU-s in $((SECONDS - start)) s on $(nproc) cores;" \
-  "the floor play took $floor: $(awk -v busy="$busy" -v floor="${floor%% *}" 'BEGIN { if (floor > 0) printf "%.0f", busy / floor; else printf "no" }') floor plays"
+echo "test-labs.sh: the machine was busy $busy CPU-s in $((SECONDS - start)) s on $(nproc) cores; $(floor_summary "$busy")"
 
 failed=$(cat build/test-labs/*.failed 2>/dev/null || true)
 if [[ -n "$failed" ]]; then
